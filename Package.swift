@@ -1,0 +1,112 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Data flows one way: Connectors/Crawl → Snapshot → Export, orchestrated by
+// SyncEngine; the CLI only parses arguments and calls SyncEngine.
+let package = Package(
+    name: "storesync",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "storesync", targets: ["storesync"]),
+        .library(name: "SyncEngine", targets: ["SyncEngine"]),
+        .library(name: "StoreSim", targets: ["StoreSim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Test-only: an independent RFC 4180 parser to read our CSV back.
+        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
+        // Records, keys, canonical encoding, content hash, job model, errors.
+        .target(name: "Catalog"),
+        // HTTP transport, rate limiting, retries, paginators.
+        .target(
+            name: "Crawl",
+            dependencies: [
+                "Catalog",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // One folder per API: wire types and mapping to Records.
+        .target(name: "Connectors", dependencies: ["Catalog", "Crawl"]),
+        // The SQLite snapshot: diff/apply, change log, runs, checkpoints.
+        .target(
+            name: "Snapshot",
+            dependencies: ["Catalog", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // CSV, SQLite export, RSS over libxml2's xmlTextWriter.
+        .target(
+            name: "Export",
+            dependencies: [
+                "Catalog", "Snapshot", "CLibXML2",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The offline iTunes Store and marketplace.
+        .target(
+            name: "StoreSim",
+            dependencies: [
+                "Catalog",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Job loading and the run pipeline: sources → crawl → diff → store → export.
+        .target(
+            name: "SyncEngine",
+            dependencies: [
+                "Catalog", "Crawl", "Connectors", "Snapshot", "Export", "StoreSim",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "storesync",
+            dependencies: [
+                "SyncEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Catalog", "Crawl", "Snapshot", "StoreSim"],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(name: "CatalogTests", dependencies: ["Catalog", "TestSupport"]),
+        .testTarget(name: "CrawlTests", dependencies: ["Crawl", "TestSupport"]),
+        .testTarget(name: "ConnectorsTests", dependencies: ["Connectors", "TestSupport"]),
+        .testTarget(
+            name: "SnapshotTests",
+            dependencies: ["Snapshot", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "ExportTests",
+            dependencies: [
+                "Export", "Snapshot", "CLibXML2", "TestSupport",
+                .product(name: "CSV", package: "CSV.swift"),
+            ]
+        ),
+        .testTarget(name: "StoreSimTests", dependencies: ["StoreSim", "TestSupport"]),
+        .testTarget(
+            name: "SyncEngineTests",
+            dependencies: [
+                "SyncEngine", "TestSupport", "CLibXML2",
+                .product(name: "CSV", package: "CSV.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

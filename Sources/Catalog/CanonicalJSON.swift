@@ -1,0 +1,84 @@
+/// The canonical byte encoding that content hashes are computed over.
+///
+/// It must never change between releases: a change would make every stored
+/// record look changed on the next run. Rules: object keys sorted by their
+/// UTF-8 bytes; no whitespace; integral numbers below 2^53 written as integers
+/// (so `0`, `0.0` and `-0.0` are one value); other doubles in Swift's
+/// shortest round-trip form; strings with only `"`, `\` and C0 controls
+/// escaped, everything else as raw UTF-8.
+public enum CanonicalJSON {
+    public static func encode(_ value: JSONValue) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        write(value, into: &out)
+        return out
+    }
+
+    public static func encodeObject(_ members: [String: JSONValue]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        writeObject(members, into: &out)
+        return out
+    }
+
+    public static func string(_ value: JSONValue) -> String {
+        String(decoding: encode(value), as: UTF8.self)
+    }
+
+    public static func write(_ value: JSONValue, into out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+        case .bool(let b): out.append(contentsOf: Array((b ? "true" : "false").utf8))
+        case .int(let i): out.append(contentsOf: Array(String(i).utf8))
+        case .double(let d): out.append(contentsOf: Array(numberText(d).utf8))
+        case .string(let s): writeString(s, into: &out)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (n, element) in elements.enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                write(element, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members): writeObject(members, into: &out)
+        }
+    }
+
+    static func writeObject(_ members: [String: JSONValue], into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        let keys = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        for (n, key) in keys.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            writeString(key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            write(members[key]!, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// Integral values print without a fraction so a price of `0` and `0.0`
+    /// (the marketplace changed its number format between eras) hash alike.
+    public static func numberText(_ d: Double) -> String {
+        if d.rounded() == d, abs(d) < 9_007_199_254_740_992 {
+            return String(Int64(d))
+        }
+        return d.description
+    }
+
+    static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(0x5C); out.append(0x22)
+            case UInt8(ascii: "\\"): out.append(0x5C); out.append(0x5C)
+            case 0x0A: out.append(0x5C); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(0x5C); out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(0x5C); out.append(UInt8(ascii: "t"))
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+
+/// A nightly job, as read from a `jobs/*.yml` file. Relative paths in the file
+/// are resolved against the job file's folder, so cron can run it from anywhere.
+public struct JobSpec: Sendable, Equatable {
+    public var name: String
+    /// Where the job file was read from (for messages).
+    public var file: String
+    /// The internal snapshot database.
+    public var storePath: String
+    /// The folder exports are written to.
+    public var outputDirectory: String
+    /// When set, the run starts the embedded simulator and points every source
+    /// that has no explicit `baseURL` at it.
+    public var simulator: SimulatorSpec?
+    public var http: HTTPSettings
+    public var sources: [SourceSpec]
+    public var exports: [ExportSpec]
+
+    public init(
+        name: String, file: String, storePath: String, outputDirectory: String,
+        simulator: SimulatorSpec? = nil, http: HTTPSettings = .init(),
+        sources: [SourceSpec], exports: [ExportSpec]
+    ) {
+        self.name = name
+        self.file = file
+        self.storePath = storePath
+        self.outputDirectory = outputDirectory
+        self.simulator = simulator
+        self.http = http
+        self.sources = sources
+        self.exports = exports
+    }
+}
+
+/// The embedded simulator's world.
+public struct SimulatorSpec: Sendable, Equatable {
+    public var seed: UInt64
+    public var podcasts: Int
+    public var products: Int
+    /// Fractions per night.
+    public var changed: Double
+    public var added: Double
+    public var removed: Double
+
+    public init(seed: UInt64 = 42, podcasts: Int = 2_000, products: Int = 1_000,
+                changed: Double = 0.02, added: Double = 0.01, removed: Double = 0.01) {
+        self.seed = seed
+        self.podcasts = podcasts
+        self.products = products
+        self.changed = changed
+        self.added = added
+        self.removed = removed
+    }
+}
+
+public struct HTTPSettings: Sendable, Equatable {
+    public var timeoutSeconds: Double
+    public var userAgent: String
+    public var maxAttempts: Int
+    /// Requests per minute per host; hosts not listed use `defaultRequestsPerMinute`.
+    public var requestsPerMinute: [String: Double]
+    /// nil = unlimited (the simulator); the real iTunes host defaults to 20.
+    public var defaultRequestsPerMinute: Double?
+    /// Exponential backoff base for retries.
+    public var backoffBaseSeconds: Double
+    public var backoffMaxSeconds: Double
+
+    public init(
+        timeoutSeconds: Double = 30, userAgent: String = "storesync/0.1 (+https://github.com/storesync/storesync)",
+        maxAttempts: Int = 4, requestsPerMinute: [String: Double] = ["itunes.apple.com": 20],
+        defaultRequestsPerMinute: Double? = nil, backoffBaseSeconds: Double = 1, backoffMaxSeconds: Double = 60
+    ) {
+        self.timeoutSeconds = timeoutSeconds
+        self.userAgent = userAgent
+        self.maxAttempts = maxAttempts
+        self.requestsPerMinute = requestsPerMinute
+        self.defaultRequestsPerMinute = defaultRequestsPerMinute
+        self.backoffBaseSeconds = backoffBaseSeconds
+        self.backoffMaxSeconds = backoffMaxSeconds
+    }
+
+    /// The rate limit that applies to `host`, if any.
+    public func requestsPerMinute(forHost host: String) -> Double? {
+        requestsPerMinute[host.lowercased()] ?? defaultRequestsPerMinute
+    }
+}
+
+/// When a record that is no longer listed may be removed (Invariant 2).
+public struct RemovalPolicy: Sendable, Equatable {
+    /// Consecutive complete crawls of its scope that must miss a record first.
+    public var afterMisses: Int
+    /// Never remove more than this fraction of a scope in one run.
+    public var maxRatio: Double
+
+    public init(afterMisses: Int = 2, maxRatio: Double = 0.10) {
+        self.afterMisses = afterMisses
+        self.maxRatio = maxRatio
+    }
+}
+
+public enum SourceKind: String, Sendable, CaseIterable {
+    case itunesSearch = "itunes-search"
+    case marketplace
+
+    /// The real service; used unless the job sets `baseURL` or runs the simulator.
+    public var defaultBaseURL: URL {
+        switch self {
+        case .itunesSearch: URL(string: "https://itunes.apple.com")!
+        case .marketplace: URL(string: "https://openmarket.yagom-academy.kr")!
+        }
+    }
+}
+
+public struct SourceSpec: Sendable, Equatable {
+    /// Unique within the job; records and checkpoints are filed under it.
+    public var name: String
+    public var kind: SourceKind
+    /// nil = the service's real address (or the simulator when the job runs one).
+    public var baseURL: URL?
+    public var removal: RemovalPolicy
+    public var settings: SourceSettings
+
+    public init(name: String, kind: SourceKind, baseURL: URL? = nil, removal: RemovalPolicy = .init(), settings: SourceSettings) {
+        self.name = name
+        self.kind = kind
+        self.baseURL = baseURL
+        self.removal = removal
+        self.settings = settings
+    }
+}
+
+public enum SourceSettings: Sendable, Equatable {
+    case itunesSearch(ITunesSearchSettings)
+    case marketplace(MarketplaceSettings)
+}
+
+/// iTunes Search: every term × country is one scope, paged by `offset`.
+public struct ITunesSearchSettings: Sendable, Equatable {
+    public var terms: [String]
+    public var media: String
+    public var entity: String?
+    public var countries: [String]
+    /// Rows per request, 1...200.
+    public var pageSize: Int
+    /// Stop a scope after this many rows even if pages keep coming.
+    public var maxResults: Int
+
+    public init(terms: [String], media: String = "podcast", entity: String? = nil,
+                countries: [String] = ["us"], pageSize: Int = 200, maxResults: Int = 2_000) {
+        self.terms = terms
+        self.media = media
+        self.entity = entity
+        self.countries = countries
+        self.pageSize = pageSize
+        self.maxResults = maxResults
+    }
+}
+
+/// Marketplace product list, paged by `page_no` until `has_next` is false.
+public struct MarketplaceSettings: Sendable, Equatable {
+    public var itemsPerPage: Int
+    public var maxPages: Int
+
+    public init(itemsPerPage: Int = 100, maxPages: Int = 10_000) {
+        self.itemsPerPage = itemsPerPage
+        self.maxPages = maxPages
+    }
+}
+
+/// One output of a job. Paths are relative to the job's output folder.
+public enum ExportSpec: Sendable, Equatable {
+    /// A consumer SQLite database with one typed table per entity.
+    case sqlite(path: String)
+    /// A CSV per entity of all current records, named `{entity}.csv` in `directory`.
+    case csvTables(directory: String, options: CSVExportOptions)
+    /// The changes of the run (one row per changed field).
+    case csvChanges(path: String, options: CSVExportOptions)
+    /// An RSS 2.0 podcast feed with the `itunes:` namespace.
+    case podcastRSS(PodcastFeedSpec)
+}
+
+public struct CSVExportOptions: Sendable, Equatable {
+    public var delimiter: String
+    public var byteOrderMark: Bool
+    public var crlf: Bool
+    public var neutralizeFormulas: Bool
+
+    public init(delimiter: String = ",", byteOrderMark: Bool = false, crlf: Bool = true, neutralizeFormulas: Bool = true) {
+        self.delimiter = delimiter
+        self.byteOrderMark = byteOrderMark
+        self.crlf = crlf
+        self.neutralizeFormulas = neutralizeFormulas
+    }
+}
+
+public struct PodcastFeedSpec: Sendable, Equatable {
+    public var path: String
+    public var title: String
+    /// Public address of the feed itself (`atom:link rel="self"`).
+    public var selfURL: String
+    public var link: String
+    public var description: String
+    public var limit: Int
+
+    public init(path: String, title: String, selfURL: String, link: String, description: String, limit: Int = 100) {
+        self.path = path
+        self.title = title
+        self.selfURL = selfURL
+        self.link = link
+        self.description = description
+        self.limit = limit
+    }
+}

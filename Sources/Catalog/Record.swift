@@ -1,0 +1,67 @@
+/// What kind of thing a record is. The raw value is what the snapshot and the
+/// exports store, so existing values must never be renamed.
+public enum EntityKind: String, Sendable, Hashable, CaseIterable, Comparable {
+    case genre, podcast, episode, song, album, artist, movie, app, audiobook, ebook
+    case musicVideo = "music-video"
+    case chartEntry = "chart-entry"
+    case listing
+    /// A row of a user's own dataset (`records-file` sources).
+    case record
+
+    public static func < (a: EntityKind, b: EntityKind) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// One record as a source saw it on one night: identity plus canonical content.
+///
+/// `payload` is the canonical JSON of every field the API sent (minus fields
+/// that vary per request, such as `uo=4` tracking parameters), so the content
+/// hash is stable and nothing the API sent is lost.
+public struct Record: Sendable, Equatable {
+    public let entity: EntityKind
+    /// The record's id within its entity, e.g. an iTunes `trackId` as text.
+    public let key: String
+    /// Canonical JSON object (see ``CanonicalJSON``).
+    public let payload: String
+    public let hash: ContentHash
+
+    /// Builds a record from decoded fields, computing the canonical payload and hash.
+    public init(entity: EntityKind, key: String, fields: [String: JSONValue]) {
+        let bytes = CanonicalJSON.encodeObject(fields)
+        self.entity = entity
+        self.key = key
+        self.hash = ContentHash(bytes: bytes)
+        self.payload = String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Rebuilds a record from what the snapshot stored.
+    public init(entity: EntityKind, key: String, payload: String, hash: ContentHash) {
+        self.entity = entity
+        self.key = key
+        self.payload = payload
+        self.hash = hash
+    }
+
+    /// The payload decoded again (for field-level diffs and exports).
+    public func fields() throws(JSONSyntaxError) -> [String: JSONValue] {
+        try JSONParser.parse(Array(payload.utf8)).objectValue ?? [:]
+    }
+}
+
+/// The identity of a record in the snapshot.
+public struct RecordIdentity: Sendable, Hashable, Comparable {
+    public var entity: EntityKind
+    public var key: String
+
+    public init(entity: EntityKind, key: String) {
+        self.entity = entity
+        self.key = key
+    }
+
+    public static func < (a: RecordIdentity, b: RecordIdentity) -> Bool {
+        (a.entity.rawValue, a.key) < (b.entity.rawValue, b.key)
+    }
+}
+
+extension Record {
+    public var identity: RecordIdentity { RecordIdentity(entity: entity, key: key) }
+}

@@ -1,0 +1,93 @@
+import Catalog
+import Crawl
+import Foundation
+
+/// iTunes Search API (`/search`) and the shared row mapping of Search and Lookup.
+public enum ITunesSearch {
+    static func scopes(settings: ITunesSearchSettings, baseURL: URL) -> [CrawlScope] {
+        let pageSize = min(max(settings.pageSize, 1), 200)
+        var scopes: [CrawlScope] = []
+        for country in settings.countries {
+            for term in settings.terms {
+                var id = "search:media=\(settings.media)"
+                if let entity = settings.entity { id += "&entity=\(entity)" }
+                id += "&country=\(country)&term=\(term)"
+                scopes.append(CrawlScope(
+                    id: id,
+                    pagination: .offset(pageSize: pageSize, maxItems: settings.maxResults),
+                    pageURL: { index in
+                        var query = [("term", term), ("media", settings.media), ("country", country)]
+                        if let entity = settings.entity { query.append(("entity", entity)) }
+                        query += [("limit", String(pageSize)), ("offset", String(index * pageSize))]
+                        return URL.make(baseURL, path: "/search", query: query)
+                    },
+                    decode: { response throws(StoreSyncError) in try decodePage(response) }
+                ))
+            }
+        }
+        return scopes
+    }
+
+    /// Decodes a Search or Lookup response: `{"resultCount": n, "results": [...]}`.
+    public static func decodePage(_ response: HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record> {
+        let document = try PageJSON.parse(response)
+        guard let results = document["results"]?.arrayValue else {
+            if let message = document["errorMessage"]?.stringValue {
+                throw .malformedPage(url: response.url.absoluteString, reason: "the service answered an error: \(message)")
+            }
+            throw .malformedPage(url: response.url.absoluteString, reason: "expected an object with a 'results' array")
+        }
+        var records: [Record] = []
+        records.reserveCapacity(results.count)
+        var skipped: [String] = []
+        for (position, row) in results.enumerated() {
+            switch record(fromRow: row) {
+            case .success(let record): records.append(record)
+            case .failure(let reason): skipped.append("\(response.url.absoluteString) row \(position): \(reason)")
+            }
+        }
+        return DecodedPage(items: records, rowCount: results.count, skipped: skipped)
+    }
+
+    enum RowError: Error, CustomStringConvertible {
+        case notAnObject, noIdentity(String)
+        var description: String {
+            switch self {
+            case .notAnObject: "row is not a JSON object"
+            case .noIdentity(let what): "row has no \(what)"
+            }
+        }
+    }
+
+    /// Maps one result row to a record: its entity from `wrapperType`/`kind`
+    /// (which decide the row's key set), its key from the matching id field.
+    static func record(fromRow row: JSONValue) -> Result<Record, RowError> {
+        guard case .object(let fields) = row else { return .failure(.notAnObject) }
+        let (entity, idField) = classify(wrapperType: fields["wrapperType"]?.stringValue, kind: fields["kind"]?.stringValue)
+        guard let id = fields[idField]?.intValue else { return .failure(.noIdentity(idField)) }
+        guard case .object(let normalized) = Normalize.stripTrackingParameters(.object(fields)) else {
+            return .failure(.notAnObject)
+        }
+        return .success(Record(entity: entity, key: String(id), fields: normalized))
+    }
+
+    static func classify(wrapperType: String?, kind: String?) -> (EntityKind, String) {
+        switch wrapperType {
+        case "collection": return (.album, "collectionId")
+        case "artist": return (.artist, "artistId")
+        case "audiobook": return (.audiobook, "collectionId")
+        case "podcastEpisode": return (.episode, "trackId")
+        default: break
+        }
+        switch kind {
+        case "podcast": return (.podcast, "trackId")
+        case "podcast-episode": return (.episode, "trackId")
+        case "song": return (.song, "trackId")
+        case "music-video": return (.musicVideo, "trackId")
+        case "feature-movie", "tv-episode": return (.movie, "trackId")
+        case "software", "mac-software": return (.app, "trackId")
+        case "ebook": return (.ebook, "trackId")
+        default: return (.record, "trackId")
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+/// ``HTTPTransport`` over AsyncHTTPClient (connection pooling, TLS with
+/// certificate verification, gzip).
+public final class AsyncHTTPTransport: HTTPTransport {
+    private let client: HTTPClient
+    private let maxBodyBytes: Int
+
+    /// - Parameter maxBodyBytes: a page larger than this is refused instead of filling memory.
+    public init(maxBodyBytes: Int = 64 << 20) {
+        var configuration = HTTPClient.Configuration()
+        configuration.decompression = .enabled(limit: .ratio(200))
+        configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
+        configuration.httpVersion = .automatic
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public func get(_ request: HTTPRequest, timeoutSeconds: Double) async throws(TransportError) -> HTTPResponse {
+        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+        outgoing.method = .GET
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        let timeout = TimeAmount.nanoseconds(Int64(timeoutSeconds * 1_000_000_000))
+        do {
+            let response = try await client.execute(outgoing, timeout: timeout)
+            let body = try await response.body.collect(upTo: maxBodyBytes)
+            var headers: [String: String] = [:]
+            for header in response.headers {
+                let name = header.name.lowercased()
+                headers[name] = headers[name].map { "\($0), \(header.value)" } ?? header.value
+            }
+            return HTTPResponse(url: request.url, status: Int(response.status.code), headers: headers, body: Array(body.readableBytesView))
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+            throw .timedOut(seconds: timeoutSeconds)
+        } catch let error as NIOTooManyBytesError {
+            _ = error
+            throw .bodyTooLarge(limit: maxBodyBytes)
+        } catch {
+            throw .connectionFailed(String(describing: error))
+        }
+    }
+
+    /// Closes pooled connections; call once when the run ends.
+    public func shutdown() async {
+        try? await client.shutdown()
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// A GET request as the crawler sends it.
+public struct HTTPRequest: Sendable, Equatable {
+    public var url: URL
+    public var headers: [String: String]
+
+    public init(url: URL, headers: [String: String] = [:]) {
+        self.url = url
+        self.headers = headers
+    }
+}
+
+/// A response with its whole body (pages are small; the cap guards against
+/// a server that never stops sending).
+public struct HTTPResponse: Sendable, Equatable {
+    public var url: URL
+    public var status: Int
+    /// Header names lowercased; repeated headers joined with ", ".
+    public var headers: [String: String]
+    public var body: [UInt8]
+
+    public init(url: URL, status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
+        self.url = url
+        self.status = status
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { "\($0), \($1)" })
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// Why a request produced no response at all.
+public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    case timedOut(seconds: Double)
+    case connectionFailed(String)
+    case bodyTooLarge(limit: Int)
+    case invalidURL(String)
+
+    public var description: String {
+        switch self {
+        case .timedOut(let s): "no answer within \(s) s"
+        case .connectionFailed(let why): "connection failed: \(why)"
+        case .bodyTooLarge(let limit): "response body larger than \(limit) bytes"
+        case .invalidURL(let url): "invalid URL \(url)"
+        }
+    }
+}
+
+/// The seam between the crawler and the network: tests put a fake here.
+public protocol HTTPTransport: Sendable {
+    func get(_ request: HTTPRequest, timeoutSeconds: Double) async throws(TransportError) -> HTTPResponse
+}

@@ -1,0 +1,101 @@
+import GRDB
+
+/// The snapshot's schema. Migrations only ever append: a store written by an
+/// older storesync opens in a newer one.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // The current state: one row per record, rewritten only when its hash changes.
+            try db.execute(sql: """
+                CREATE TABLE records (
+                    source TEXT NOT NULL,
+                    entity TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    hash INTEGER NOT NULL,
+                    payload TEXT NOT NULL,
+                    added_run INTEGER NOT NULL,
+                    changed_run INTEGER NOT NULL,
+                    PRIMARY KEY (source, entity, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX records_by_scope ON records(source, scope);
+                CREATE INDEX records_by_entity ON records(entity);
+
+                CREATE TABLE runs (
+                    id INTEGER PRIMARY KEY,
+                    job TEXT NOT NULL,
+                    night INTEGER,
+                    started_at REAL NOT NULL,
+                    finished_at REAL,
+                    status TEXT NOT NULL CHECK (status IN ('running', 'ok', 'partial', 'failed')),
+                    attempts INTEGER NOT NULL DEFAULT 1,
+                    message TEXT
+                );
+
+                -- Field-level history: one row per added/removed record and per changed field.
+                CREATE TABLE changes (
+                    id INTEGER PRIMARY KEY,
+                    run_id INTEGER NOT NULL REFERENCES runs(id),
+                    source TEXT NOT NULL,
+                    entity TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    op TEXT NOT NULL CHECK (op IN ('added', 'changed', 'removed')),
+                    field TEXT,
+                    before TEXT,
+                    after TEXT
+                );
+                CREATE INDEX changes_by_run ON changes(run_id);
+                CREATE INDEX changes_by_record ON changes(source, entity, key);
+
+                -- Per run and source: counters, updated in each page's transaction.
+                CREATE TABLE run_sources (
+                    run_id INTEGER NOT NULL REFERENCES runs(id),
+                    source TEXT NOT NULL,
+                    pages INTEGER NOT NULL DEFAULT 0,
+                    requests INTEGER NOT NULL DEFAULT 0,
+                    added INTEGER NOT NULL DEFAULT 0,
+                    changed INTEGER NOT NULL DEFAULT 0,
+                    unchanged INTEGER NOT NULL DEFAULT 0,
+                    removed INTEGER NOT NULL DEFAULT 0,
+                    skipped INTEGER NOT NULL DEFAULT 0,
+                    seconds REAL NOT NULL DEFAULT 0,
+                    record_writes INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (run_id, source)
+                );
+
+                -- Each scope's checkpoint: the next page to fetch in the run that touched it last.
+                CREATE TABLE scopes (
+                    source TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    run_id INTEGER NOT NULL,
+                    next_page INTEGER NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('running', 'complete', 'capped', 'failed')),
+                    error TEXT,
+                    PRIMARY KEY (source, scope)
+                );
+
+                -- The keys each committed page held, so a resumed run still knows
+                -- everything it has seen (one row per page, not per record).
+                CREATE TABLE run_pages (
+                    run_id INTEGER NOT NULL,
+                    source TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    page INTEGER NOT NULL,
+                    keys TEXT NOT NULL,
+                    PRIMARY KEY (run_id, source, scope, page)
+                );
+
+                -- Records missed by complete crawls, not yet removed (Invariant 2).
+                CREATE TABLE misses (
+                    source TEXT NOT NULL,
+                    entity TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    count INTEGER NOT NULL,
+                    PRIMARY KEY (source, entity, key)
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+}

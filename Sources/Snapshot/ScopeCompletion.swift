@@ -1,0 +1,90 @@
+import Catalog
+import Foundation
+import GRDB
+
+extension SnapshotStore {
+    /// Records how a scope's crawl ended. Only a `complete` scope runs the
+    /// removal pass (Invariant 2): a record of this scope that no page of this
+    /// run listed (in any scope of the source) is missed once more; at
+    /// `afterMisses` consecutive misses it is removed — unless that would
+    /// remove more than `maxRatio` of the scope, in which case nothing is
+    /// removed and a warning says why.
+    public func finishScope(
+        runID: Int64, source: String, scope: String, state: String, error: String?, removal policy: RemovalPolicy
+    ) throws(StoreSyncError) -> RemovalResult {
+        let seenKeys = seenKeys(source: source)
+        do {
+            return try pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO scopes (source, scope, run_id, next_page, state, error) VALUES (?, ?, ?, 0, ?, ?)
+                    ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, state = excluded.state, error = excluded.error
+                    """, arguments: [source, scope, runID, state, error])
+                guard state == "complete" else { return RemovalResult() }
+                return try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy)
+            }
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .storage(path: path, reason: "finishing scope \(source)/\(scope): \(error)")
+        }
+    }
+
+    func seenKeys(source: String) -> Set<RecordIdentity> {
+        seenSnapshot(source: source)
+    }
+
+    static func removalPass(
+        _ db: Database, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy
+    ) throws -> RemovalResult {
+        var result = RemovalResult()
+        var members = 0
+        var missed: [RecordIdentity] = []
+        let cursor = try Row.fetchCursor(db, sql: "SELECT entity, key FROM records WHERE source = ? AND scope = ?",
+                                         arguments: [source, scope])
+        while let row = try cursor.next() {
+            members += 1
+            guard let entity = EntityKind(rawValue: row["entity"]) else { continue }
+            let identity = RecordIdentity(entity: entity, key: row["key"])
+            if !seen.contains(identity) { missed.append(identity) }
+        }
+        var missCounts: [RecordIdentity: Int] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT entity, key, count FROM misses WHERE source = ?", arguments: [source]) {
+            guard let entity = EntityKind(rawValue: row["entity"]) else { continue }
+            missCounts[RecordIdentity(entity: entity, key: row["key"])] = row["count"]
+        }
+        // A record that came back is no longer missing.
+        for identity in missCounts.keys where seen.contains(identity) {
+            try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                           arguments: [source, identity.entity.rawValue, identity.key])
+        }
+        missed.sort()
+        let due = missed.filter { (missCounts[$0] ?? 0) + 1 >= policy.afterMisses }
+        let allowed = Int((policy.maxRatio * Double(members)).rounded(.up))
+        if due.count > allowed {
+            result.guardWarning = "\(source)/\(scope): \(due.count) of \(members) records would be removed, above maxRemovalRatio \(policy.maxRatio); nothing was removed. If the source really shrank, raise removal.maxRatio for this run."
+        }
+        for identity in missed {
+            let count = (missCounts[identity] ?? 0) + 1
+            if count >= policy.afterMisses, result.guardWarning == nil {
+                let payload = try String.fetchOne(db, sql: "SELECT payload FROM records WHERE source = ? AND entity = ? AND key = ?",
+                                                  arguments: [source, identity.entity.rawValue, identity.key])
+                try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
+                               arguments: [source, identity.entity.rawValue, identity.key])
+                result.recordRowsWritten += db.changesCount
+                try db.execute(sql: "INSERT INTO changes (run_id, source, entity, key, op, before) VALUES (?, ?, ?, ?, 'removed', ?)",
+                               arguments: [runID, source, identity.entity.rawValue, identity.key, payload])
+                try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                               arguments: [source, identity.entity.rawValue, identity.key])
+                result.removed += 1
+            } else {
+                try db.execute(sql: """
+                    INSERT INTO misses (source, entity, key, count) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (source, entity, key) DO UPDATE SET count = excluded.count
+                    """, arguments: [source, identity.entity.rawValue, identity.key, count])
+                result.pending += 1
+            }
+        }
+        try addCounts(db, runID: runID, source: source, removed: result.removed, recordWrites: result.recordRowsWritten)
+        return result
+    }
+}

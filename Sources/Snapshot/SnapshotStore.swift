@@ -1,0 +1,321 @@
+import Catalog
+import Foundation
+import GRDB
+import Synchronization
+
+/// A run as the store knows it.
+public struct RunInfo: Sendable, Equatable {
+    public var id: Int64
+    /// The simulated night this run crawled, when the job runs the simulator.
+    public var night: Int?
+    /// True when this run continues one that was killed before it finished.
+    public var resumed: Bool
+    public var startedAt: Date
+}
+
+public enum RunStatus: String, Sendable {
+    case running, ok, partial, failed
+}
+
+/// What one page brought, to be applied in one transaction.
+public struct PageInput: Sendable {
+    public var runID: Int64
+    public var source: String
+    public var scope: String
+    /// Zero-based page index within the scope.
+    public var page: Int
+    public var records: [Catalog.Record]
+    /// HTTP requests spent on this page (retries included).
+    public var requests: Int
+    public var skippedRows: Int
+    public var seconds: Double
+
+    public init(runID: Int64, source: String, scope: String, page: Int, records: [Catalog.Record],
+                requests: Int = 1, skippedRows: Int = 0, seconds: Double = 0) {
+        self.runID = runID
+        self.source = source
+        self.scope = scope
+        self.page = page
+        self.records = records
+        self.requests = requests
+        self.skippedRows = skippedRows
+        self.seconds = seconds
+    }
+}
+
+/// What applying a page changed.
+public struct PageResult: Sendable, Equatable {
+    public var added = 0
+    public var changed = 0
+    public var unchanged = 0
+    /// Records already seen earlier in this run with the same content.
+    public var duplicates = 0
+    /// Rows of the `records` table inserted, updated or deleted, as counted by
+    /// SQLite itself (`sqlite3_changes`).
+    public var recordRowsWritten = 0
+}
+
+/// The outcome of the removal pass of a complete scope.
+public struct RemovalResult: Sendable, Equatable {
+    public var removed = 0
+    /// Missed this time but kept until `afterMisses` is reached.
+    public var pending = 0
+    /// Removal refused by the `maxRatio` guard: the message says why.
+    public var guardWarning: String?
+    public var recordRowsWritten = 0
+}
+
+/// Where a scope stands within a run.
+public struct ScopeCheckpoint: Sendable, Equatable {
+    public var state: String
+    public var nextPage: Int
+}
+
+/// Per-source counters of one run.
+public struct SourceCounts: Sendable, Equatable {
+    public var source: String
+    public var pages = 0
+    public var requests = 0
+    public var added = 0
+    public var changed = 0
+    public var unchanged = 0
+    public var removed = 0
+    public var skipped = 0
+    public var seconds = 0.0
+    public var recordRowsWritten = 0
+
+    public init(source: String) { self.source = source }
+}
+
+/// The internal snapshot: every record's current content and hash, the
+/// change log, runs and checkpoints, in one SQLite file (WAL mode).
+public final class SnapshotStore: Sendable {
+    public let path: String
+    let pool: DatabasePool
+    /// Keys seen in the current run, per source: dedup within a run and the
+    /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
+    private let seen = Mutex<[String: Set<RecordIdentity>]>([:])
+
+    /// Opens (creating if needed) the store at `path` and brings its schema up to date.
+    public init(path: String) throws(StoreSyncError) {
+        self.path = path
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                // NORMAL is durable across process crashes in WAL mode; only a
+                // power loss can drop the last transactions, never corrupt.
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Schema.migrator.migrate(pool)
+        } catch {
+            throw .storage(path: path, reason: "cannot open: \(error)")
+        }
+    }
+
+    /// Read access for exporters and reports.
+    public var reader: any DatabaseReader { pool }
+
+    func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
+        do {
+            return try body()
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .storage(path: path, reason: "\(error)")
+        }
+    }
+
+    // MARK: Runs
+
+    /// Starts a run, or resumes the last one if it never finished (it was killed).
+    ///
+    /// The simulated night advances only after a run that finished: a resumed
+    /// run crawls the night it started, so it converges to what an
+    /// uninterrupted run would have stored.
+    public func beginRun(job: String, at date: Date, simulated: Bool, night requestedNight: Int? = nil) throws(StoreSyncError) -> RunInfo {
+        let info: RunInfo = try wrap {
+            try pool.write { db in
+                let last = try Row.fetchOne(db, sql: "SELECT id, night, status, started_at FROM runs ORDER BY id DESC LIMIT 1")
+                if let last, last["status"] as String == RunStatus.running.rawValue,
+                   requestedNight == nil || requestedNight == last["night"] {
+                    let id: Int64 = last["id"]
+                    try db.execute(sql: "UPDATE runs SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
+                    return RunInfo(id: id, night: last["night"], resumed: true,
+                                   startedAt: Date(timeIntervalSince1970: last["started_at"]))
+                }
+                if let last, last["status"] as String == RunStatus.running.rawValue {
+                    // A different night was asked for: the unfinished run is abandoned.
+                    try db.execute(sql: "UPDATE runs SET status = 'failed', message = 'abandoned: a later run asked for another night' WHERE id = ?",
+                                   arguments: [last["id"] as Int64])
+                }
+                var night: Int? = requestedNight
+                if night == nil, simulated {
+                    let lastNight: Int? = last?["night"]
+                    let lastStatus: String? = last?["status"]
+                    night = lastStatus == RunStatus.failed.rawValue ? (lastNight ?? 1) : (lastNight ?? 0) + 1
+                }
+                try db.execute(sql: "INSERT INTO runs (job, night, started_at, status) VALUES (?, ?, ?, 'running')",
+                               arguments: [job, night, date.timeIntervalSince1970])
+                return RunInfo(id: db.lastInsertedRowID, night: night, resumed: false, startedAt: date)
+            }
+        }
+        try loadSeen(runID: info.id)
+        return info
+    }
+
+    private func loadSeen(runID: Int64) throws(StoreSyncError) {
+        let pages = try wrap {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT source, keys FROM run_pages WHERE run_id = ?", arguments: [runID])
+                    .map { ($0["source"] as String, $0["keys"] as String) }
+            }
+        }
+        var sets: [String: Set<RecordIdentity>] = [:]
+        for (source, keys) in pages {
+            for line in keys.split(separator: "\n") {
+                guard let tab = line.firstIndex(of: "\t"), let entity = EntityKind(rawValue: String(line[..<tab])) else { continue }
+                sets[source, default: []].insert(RecordIdentity(entity: entity, key: String(line[line.index(after: tab)...])))
+            }
+        }
+        seen.withLock { $0 = sets }
+    }
+
+    func seenSnapshot(source: String) -> Set<RecordIdentity> {
+        seen.withLock { $0[source] ?? [] }
+    }
+
+    public func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE id = ?",
+                               arguments: [status.rawValue, message, date.timeIntervalSince1970, runID])
+                // The page key lists only serve a resume of this run.
+                try db.execute(sql: "DELETE FROM run_pages WHERE run_id <= ?", arguments: [runID])
+            }
+        }
+        seen.withLock { $0 = [:] }
+    }
+
+    /// The scope's checkpoint within `runID`, or nil if this run has not touched it.
+    public func checkpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
+        try wrap {
+            try pool.read { db in
+                try Row.fetchOne(db, sql: "SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
+                                 arguments: [source, scope, runID])
+                    .map { ScopeCheckpoint(state: $0["state"], nextPage: $0["next_page"]) }
+            }
+        }
+    }
+
+    // MARK: Pages
+
+    /// Diffs a page against the stored hashes and, in one transaction, writes
+    /// only added and changed records, their field-level changes, the page's
+    /// key list and the scope's checkpoint. Unchanged records cost no write.
+    public func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult {
+        // Dedup against what this run already saw; content that differs from a
+        // sighting earlier in the run (drift) still goes through as a change.
+        let alreadySeen = seen.withLock { sets -> Set<RecordIdentity> in
+            var found = Set<RecordIdentity>()
+            for record in page.records where sets[page.source]?.contains(record.identity) == true {
+                found.insert(record.identity)
+            }
+            return found
+        }
+        let records = page.records
+        let result: PageResult
+        do {
+            result = try await pool.write { db in
+                var result = PageResult()
+                let select = try db.cachedStatement(sql: "SELECT hash, payload FROM records WHERE source = ? AND entity = ? AND key = ?")
+                let insert = try db.cachedStatement(sql: """
+                    INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+                let update = try db.cachedStatement(sql: """
+                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?
+                    WHERE source = ? AND entity = ? AND key = ?
+                    """)
+                let logChange = try db.cachedStatement(sql: """
+                    INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+                var keyList = ""
+                for record in records {
+                    keyList += record.entity.rawValue + "\t" + record.key + "\n"
+                    let entity = record.entity.rawValue
+                    let stored = try Row.fetchOne(select, arguments: [page.source, entity, record.key])
+                    guard let stored else {
+                        try insert.execute(arguments: [page.source, entity, record.key, page.scope, record.hash.sqliteValue,
+                                                       record.payload, page.runID, page.runID])
+                        result.recordRowsWritten += db.changesCount
+                        try logChange.execute(arguments: [page.runID, page.source, entity, record.key, "added", nil, nil, nil])
+                        result.added += 1
+                        continue
+                    }
+                    if (stored["hash"] as Int64) == record.hash.sqliteValue {
+                        if alreadySeen.contains(record.identity) { result.duplicates += 1 } else { result.unchanged += 1 }
+                        continue
+                    }
+                    let oldPayload: String = stored["payload"]
+                    try update.execute(arguments: [record.hash.sqliteValue, record.payload, page.scope, page.runID,
+                                                   page.source, entity, record.key])
+                    result.recordRowsWritten += db.changesCount
+                    let old = (try? JSONParser.parse(Array(oldPayload.utf8)).objectValue) ?? [:]
+                    let new = (try? record.fields()) ?? [:]
+                    for change in FieldChange.between(old, new) {
+                        try logChange.execute(arguments: [page.runID, page.source, entity, record.key, "changed",
+                                                          change.field, change.before, change.after])
+                    }
+                    result.changed += 1
+                }
+                try db.execute(sql: "INSERT OR REPLACE INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [page.runID, page.source, page.scope, page.page, keyList])
+                try db.execute(sql: """
+                    INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, 'running')
+                    ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
+                        state = 'running', error = NULL
+                    """, arguments: [page.source, page.scope, page.runID, page.page + 1])
+                try Self.addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
+                                   added: result.added, changed: result.changed, unchanged: result.unchanged,
+                                   removed: 0, skipped: page.skippedRows, seconds: page.seconds,
+                                   recordWrites: result.recordRowsWritten)
+                return result
+            }
+        } catch {
+            throw .storage(path: path, reason: "applying page \(page.page) of \(page.source)/\(page.scope): \(error)")
+        }
+        seen.withLock { sets in sets[page.source, default: []].formUnion(records.lazy.map(\.identity)) }
+        return result
+    }
+
+    static func addCounts(_ db: Database, runID: Int64, source: String, pages: Int = 0, requests: Int = 0,
+                          added: Int = 0, changed: Int = 0, unchanged: Int = 0, removed: Int = 0,
+                          skipped: Int = 0, seconds: Double = 0, recordWrites: Int = 0) throws {
+        try db.execute(sql: """
+            INSERT INTO run_sources (run_id, source, pages, requests, added, changed, unchanged, removed, skipped, seconds)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (run_id, source) DO UPDATE SET
+                pages = pages + excluded.pages, requests = requests + excluded.requests,
+                added = added + excluded.added, changed = changed + excluded.changed,
+                unchanged = unchanged + excluded.unchanged, removed = removed + excluded.removed,
+                skipped = skipped + excluded.skipped, seconds = seconds + excluded.seconds
+            """, arguments: [runID, source, pages, requests, added, changed, unchanged, removed, skipped, seconds])
+        if recordWrites > 0 {
+            try db.execute(sql: "UPDATE run_sources SET record_writes = record_writes + ? WHERE run_id = ? AND source = ?",
+                           arguments: [recordWrites, runID, source])
+        }
+    }
+
+    /// Adds time and requests spent outside pages (e.g. a failed page) to a source's counters.
+    public func addSourceTime(runID: Int64, source: String, requests: Int, seconds: Double) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try Self.addCounts(db, runID: runID, source: source, requests: requests, seconds: seconds)
+            }
+        }
+    }
+}
