@@ -75,8 +75,9 @@ public enum PageWalker {
             default: break
             }
             let page: DecodedPage<Item>
+            let response: HTTPResponse
             do {
-                let response = try await fetch(index)
+                response = try await fetch(index)
                 page = try decode(response)
                 try await onPage(index, response, page)
             } catch {
@@ -87,7 +88,7 @@ public enum PageWalker {
                 // Claiming more after an empty page is a server fault; ending
                 // here as "complete" would turn every later record into a removal.
                 return .failed(pages: pages, error: .malformedPage(
-                    url: "page \(pagination.position(ofPage: index))", reason: "empty page that says it has a next page"))
+                    url: response.url.absoluteString, reason: "empty page that says it has a next page"))
             }
             let more: Bool
             switch pagination {

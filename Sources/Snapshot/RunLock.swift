@@ -17,6 +17,8 @@ public final class RunLock: Sendable {
     /// Takes the lock or throws ``StoreSyncError/locked(store:holder:)`` at once.
     public init(storePath: String) throws(StoreSyncError) {
         path = storePath + ".lock"
+        try? FileManager.default.createDirectory(
+            atPath: (storePath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw .storage(path: path, reason: "cannot open the lock file: \(String(cString: strerror(errno)))")

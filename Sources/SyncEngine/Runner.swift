@@ -92,8 +92,11 @@ public struct Runner: Sendable {
             let world = World(config: SimulatorConfig(
                 seed: spec.seed, podcastCount: spec.podcasts, productCount: spec.products,
                 churn: Churn(changed: spec.changed, added: spec.added, removed: spec.removed)))
+            // Hummingbird reports its own shutdown as an error; only real trouble is worth showing.
+            var simulatorLogger = logger
+            simulatorLogger.logLevel = logger.logLevel <= .debug ? .debug : .critical
             do {
-                simulator = try await SimulatorServer.start(world: world, night: run.night ?? 1, logger: logger)
+                simulator = try await SimulatorServer.start(world: world, night: run.night ?? 1, logger: simulatorLogger)
             } catch {
                 try? store.finishRun(run.id, status: .failed, message: "simulator failed to start: \(error)", at: options.now())
                 throw .fetchFailed(url: "http://127.0.0.1", reason: "the embedded simulator could not start: \(error)")
@@ -123,6 +126,10 @@ public struct Runner: Sendable {
         if completeScopes < totalScopes || !warnings.isEmpty { outcome = .partial }
         if totalScopes > 0, completeScopes == 0, !errors.isEmpty { outcome = .failed }
 
+        // The crawl's verdict is recorded before exporting, so the exported
+        // runs table shows this run as it ended; a failed export downgrades it.
+        try store.finishRun(run.id, status: RunStatus(rawValue: outcome.rawValue) ?? .failed,
+                            message: (errors + warnings).first, at: options.now())
         var exported: [ExportedFile] = []
         do {
             let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
@@ -131,14 +138,13 @@ public struct Runner: Sendable {
         } catch {
             errors.append(error.description)
             outcome = .failed
+            try store.finishRun(run.id, status: .failed, message: error.description, at: options.now())
         }
 
         let counts = try store.sourceCounts(runID: run.id)
         for index in sourceReports.indices {
             sourceReports[index].counts = counts.first { $0.source == sourceReports[index].name } ?? SourceCounts(source: sourceReports[index].name)
         }
-        let message = (errors + warnings).first
-        try store.finishRun(run.id, status: RunStatus(rawValue: outcome.rawValue) ?? .failed, message: message, at: options.now())
         return RunReport(
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
             sources: sourceReports, fetch: fetcher.stats, exports: exported, warnings: warnings, errors: errors,

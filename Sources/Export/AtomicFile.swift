@@ -1,0 +1,260 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes files so that readers only ever see the old or the new complete file
+/// (DESIGN Invariant 4).
+///
+/// The content is streamed into a hidden temporary file in the destination's
+/// directory (`.<name>.tmp-<pid>-<random>`), flushed and `fsync`ed, then moved
+/// over the destination with `rename(2)`, which is atomic within one file system.
+/// If anything throws before the rename — the body, a failed `write`, a full
+/// disk, a validation step inside the body — the temporary file is removed and
+/// the previous destination file is left exactly as it was.
+///
+/// ```swift
+/// try AtomicFile.write(to: url) { sink in
+///     try sink.write("hello\n")
+/// }
+/// ```
+public enum AtomicFile {
+    /// Atomically replaces (or creates) the file at `url` with what `body` writes.
+    ///
+    /// Missing parent directories are created. New files get mode `0666` minus the
+    /// process umask, like any newly created file. After the rename the directory is
+    /// `fsync`ed (best effort) so the new name survives a power loss.
+    ///
+    /// - Parameters:
+    ///   - url: the destination; must be a file URL.
+    ///   - body: streams the content into the sink. Throwing aborts the write.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``ExportError/io(operation:path:errno:)`` naming the path and the
+    ///   failing system call, or whatever `body` throws.
+    @discardableResult
+    public static func write<R>(to url: URL, _ body: (inout OutputSink) throws -> R) throws -> R {
+        guard url.isFileURL else {
+            throw ExportError.invalidInput(path: url.absoluteString, reason: "not a file URL")
+        }
+        let destination = url.standardizedFileURL
+        let directory = destination.deletingLastPathComponent()
+        let name = destination.lastPathComponent
+        guard !name.isEmpty, name != "/", name != ".", name != ".." else {
+            throw ExportError.invalidInput(path: destination.path, reason: "not a file name")
+        }
+        try createDirectories(directory)
+
+        let tempURL = directory.appendingPathComponent(temporaryName(for: name))
+        let tempPath = tempURL.path
+        let destinationPath = destination.path
+
+        let fd = open(tempPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        guard fd >= 0 else { throw ExportError.io(operation: "open", path: tempPath, errno: errno) }
+
+        var fdOpen = true
+        var renamed = false
+        defer {
+            if fdOpen { _ = close(fd) }
+            if !renamed { _ = unlink(tempPath) }
+        }
+
+        var sink = OutputSink(fileDescriptor: fd, path: tempPath)
+        let result = try body(&sink)
+        try sink.flush()
+
+        if fsync(fd) != 0 { throw ExportError.io(operation: "fsync", path: tempPath, errno: errno) }
+        fdOpen = false
+        if close(fd) != 0 { throw ExportError.io(operation: "close", path: tempPath, errno: errno) }
+        if rename(tempPath, destinationPath) != 0 {
+            throw ExportError.io(operation: "rename to \(destinationPath)", path: tempPath, errno: errno)
+        }
+        renamed = true
+        syncDirectory(directory.path)
+        return result
+    }
+
+    /// Atomically replaces the file at `url` with `bytes`.
+    public static func write(_ bytes: some Collection<UInt8>, to url: URL) throws {
+        try write(to: url) { sink in
+            if let done: Void = try bytes.withContiguousStorageIfAvailable({ try sink.write(UnsafeRawBufferPointer($0)) }) {
+                return done
+            }
+            try sink.write(Array(bytes))
+        }
+    }
+
+    /// The hidden temporary name used for `name`: `.<name>.tmp-<pid>-<16 hex digits>`.
+    static func temporaryName(for name: String) -> String {
+        let random = UInt64.random(in: .min ... .max)
+        let hex = String(random, radix: 16)
+        let padded = String(repeating: "0", count: 16 - hex.count) + hex
+        return ".\(name).tmp-\(getpid())-\(padded)"
+    }
+
+    /// The prefix shared by every temporary file for a destination named `name`.
+    static func temporaryPrefix(for name: String) -> String { ".\(name).tmp-" }
+
+    /// Removes temporary files left next to `url` by writers that were killed
+    /// (`kill -9`, power loss) before they could clean up. Returns how many were removed.
+    ///
+    /// Only call this while holding the run lock (DESIGN Invariant 5): a temporary
+    /// file of a writer that is still running would be removed too.
+    @discardableResult
+    public static func removeStaleTemporaries(for url: URL) -> Int {
+        let destination = url.standardizedFileURL
+        let directory = destination.deletingLastPathComponent()
+        let prefix = temporaryPrefix(for: destination.lastPathComponent)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(prefix) {
+            if unlink(directory.appendingPathComponent(name).path) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
+    private static func createDirectories(_ directory: URL) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)
+                .flatMap { $0.domain == NSPOSIXErrorDomain ? Int32($0.code) : nil } ?? EIO
+            throw ExportError.io(operation: "create directory", path: directory.path, errno: code)
+        }
+    }
+
+    private static func syncDirectory(_ path: String) {
+        let dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { return }
+        _ = fsync(dfd)
+        _ = close(dfd)
+    }
+}
+
+/// A buffered writer over a file descriptor.
+///
+/// Bytes are collected in a fixed buffer (64 KiB by default) and handed to
+/// `write(2)` when it fills, so memory does not grow with the size of the file.
+/// The sink does not own the descriptor: whoever opened it closes it, after
+/// calling ``flush()``. It is non-copyable, so two copies can never interleave
+/// their buffers.
+public struct OutputSink: ~Copyable {
+    /// The default buffer size.
+    public static let defaultCapacity = 64 * 1024
+
+    @usableFromInline let fd: Int32
+    /// The path reported in errors.
+    public let path: String
+    @usableFromInline let buffer: UnsafeMutablePointer<UInt8>
+    @usableFromInline let capacity: Int
+    @usableFromInline var count: Int = 0
+    @usableFromInline var flushedBytes: Int64 = 0
+
+    /// A sink over an open, writable descriptor. `path` is only used in error messages.
+    public init(fileDescriptor: Int32, path: String, capacity: Int = OutputSink.defaultCapacity) {
+        self.fd = fileDescriptor
+        self.path = path
+        self.capacity = max(capacity, 1024)
+        self.buffer = .allocate(capacity: self.capacity)
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// Bytes accepted so far (written or still buffered).
+    public var bytesWritten: Int64 { flushedBytes + Int64(count) }
+
+    /// Appends one byte.
+    @inlinable
+    public mutating func write(byte: UInt8) throws {
+        if count == capacity { try flush() }
+        buffer[count] = byte
+        count += 1
+    }
+
+    /// Appends raw bytes. Large writes bypass the buffer.
+    @inlinable
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
+        let n = bytes.count
+        guard n > 0, let base = bytes.baseAddress else { return }
+        if n <= capacity - count {
+            (buffer + count).initialize(from: base.assumingMemoryBound(to: UInt8.self), count: n)
+            count += n
+            return
+        }
+        try writeSlow(bytes)
+    }
+
+    /// Appends bytes.
+    @inlinable
+    public mutating func write(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try write($0) }
+    }
+
+    /// Appends a string as UTF-8.
+    @inlinable
+    public mutating func write(_ string: String) throws {
+        var string = string
+        try string.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Hands everything buffered to the kernel (`write(2)`; not `fsync`).
+    public mutating func flush() throws {
+        if count > 0 {
+            try writeAll(UnsafeRawBufferPointer(start: buffer, count: count))
+            flushedBytes += Int64(count)
+            count = 0
+        }
+    }
+
+    @usableFromInline
+    mutating func writeSlow(_ bytes: UnsafeRawBufferPointer) throws {
+        // Fill the buffer, flush, then either buffer the rest or write it straight through.
+        var rest = bytes
+        let room = capacity - count
+        if count > 0, room > 0 {
+            (buffer + count).initialize(from: rest.baseAddress!.assumingMemoryBound(to: UInt8.self), count: room)
+            count += room
+            rest = UnsafeRawBufferPointer(rebasing: rest[room...])
+        }
+        try flush()
+        if rest.count >= capacity {
+            try writeAll(rest)
+            flushedBytes += Int64(rest.count)
+        } else if rest.count > 0 {
+            buffer.initialize(from: rest.baseAddress!.assumingMemoryBound(to: UInt8.self), count: rest.count)
+            count = rest.count
+        }
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc_write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw ExportError.io(operation: "write", path: path, errno: code)
+            }
+            if n == 0 { throw ExportError.io(operation: "write", path: path, errno: EIO) }
+            offset += n
+        }
+    }
+}
+
+@inline(__always)
+private func Glibc_write(_ fd: Int32, _ buf: UnsafeRawPointer, _ n: Int) -> Int {
+    #if canImport(Glibc)
+    return Glibc.write(fd, buf, n)
+    #elseif canImport(Musl)
+    return Musl.write(fd, buf, n)
+    #else
+    return Darwin.write(fd, buf, n)
+    #endif
+}

@@ -1,0 +1,251 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Apple's podcast type: how apps order episodes.
+public enum PodcastType: String, Sendable, Equatable, CaseIterable {
+    /// Newest first (the default).
+    case episodic
+    /// Oldest first, in sequence.
+    case serial
+}
+
+/// The `<channel>` of a podcast feed. All text is plain text (not HTML).
+public struct FeedChannel: Sendable, Equatable {
+    public var title: String
+    /// The podcast's web page.
+    public var link: String
+    /// Shown by readers as HTML: it is HTML-escaped so it displays exactly as given.
+    public var description: String
+    /// An RFC 5646 language tag, e.g. `en-us`.
+    public var language: String
+    /// Where this feed itself is published (`atom:link rel="self"`).
+    public var selfURL: String
+    /// Artwork (`itunes:image` and RSS `<image>`).
+    public var imageURL: String?
+    public var author: String?
+    /// Apple categories, each a path from top level down:
+    /// `[["Technology", "Tech News"], ["News"]]`. Empty paths are skipped.
+    public var categories: [[String]]
+    public var explicit: Bool
+    public var type: PodcastType
+    /// When the feed's content was produced — taken from the run, never "now".
+    public var lastBuildDate: Date
+    /// `<generator>`, e.g. `storesync 1.0`.
+    public var generator: String
+
+    public init(title: String, link: String, description: String, language: String, selfURL: String,
+                imageURL: String? = nil, author: String? = nil, categories: [[String]] = [],
+                explicit: Bool = false, type: PodcastType = .episodic, lastBuildDate: Date, generator: String) {
+        self.title = title
+        self.link = link
+        self.description = description
+        self.language = language
+        self.selfURL = selfURL
+        self.imageURL = imageURL
+        self.author = author
+        self.categories = categories
+        self.explicit = explicit
+        self.type = type
+        self.lastBuildDate = lastBuildDate
+        self.generator = generator
+    }
+}
+
+/// A media file attached to an item.
+public struct FeedEnclosure: Sendable, Equatable {
+    public var url: String
+    /// Size in bytes (0 when unknown, as the RSS profile recommends; negative values are written as 0).
+    public var length: Int64
+    /// MIME type, e.g. `audio/mpeg`.
+    public var type: String
+
+    public init(url: String, length: Int64, type: String) {
+        self.url = url
+        self.length = length
+        self.type = type
+    }
+}
+
+/// One `<item>` (episode). All text is plain text (not HTML).
+public struct FeedItem: Sendable, Equatable {
+    /// Stable identity, written as `<guid isPermaLink="false">`.
+    public var guid: String
+    public var title: String
+    public var link: String?
+    /// Plain text; HTML-escaped so readers display it exactly.
+    public var description: String
+    public var pubDate: Date
+    /// `itunes:author`. (RSS `<author>` must be an e-mail address, so it is not used.)
+    public var author: String?
+    /// Episode artwork (`itunes:image`).
+    public var imageURL: String?
+    public var enclosure: FeedEnclosure?
+    /// `itunes:explicit`; nil leaves it to the channel.
+    public var explicit: Bool?
+    /// `itunes:duration` in whole seconds; nil or negative omits it.
+    public var durationSeconds: Int?
+
+    public init(guid: String, title: String, link: String? = nil, description: String, pubDate: Date,
+                author: String? = nil, imageURL: String? = nil, enclosure: FeedEnclosure? = nil,
+                explicit: Bool? = nil, durationSeconds: Int? = nil) {
+        self.guid = guid
+        self.title = title
+        self.link = link
+        self.description = description
+        self.pubDate = pubDate
+        self.author = author
+        self.imageURL = imageURL
+        self.enclosure = enclosure
+        self.explicit = explicit
+        self.durationSeconds = durationSeconds
+    }
+}
+
+/// What a feed write produced.
+public struct FeedWriteResult: Sendable, Equatable {
+    public var itemCount: Int
+    public var byteCount: Int64
+}
+
+/// Writes an RSS 2.0 podcast feed with Apple's `itunes:` namespace
+/// (`http://www.itunes.com/dtds/podcast-1.0.dtd`) and `atom:link rel="self"`.
+///
+/// - Uses libxml2's xmlTextWriter through ``XMLDocumentWriter``: every string is
+///   filtered with ``XMLText/xmlSafe(_:)`` and escaped by the writer; descriptions are
+///   additionally ``XMLText/htmlEscaped(_:)`` because readers render them as HTML.
+/// - The feed is streamed into ``AtomicFile`` and strictly re-parsed on the way; an
+///   invalid feed throws and the previous file stays in place.
+/// - Deterministic: the same input gives the same bytes (dates are formatted by hand
+///   in UTC, nothing reads the clock, items keep the given order).
+///
+/// Element order inside `<channel>`: title, link, description, language, generator,
+/// lastBuildDate, atom:link, [image], [itunes:author], [itunes:image], itunes:category…,
+/// itunes:explicit, itunes:type, then the items. Inside `<item>`: title, [link],
+/// description, guid, pubDate, [itunes:author], [itunes:image], [enclosure],
+/// [itunes:explicit], [itunes:duration].
+public struct PodcastFeedWriter: Sendable {
+    public static let itunesNamespace = "http://www.itunes.com/dtds/podcast-1.0.dtd"
+    public static let atomNamespace = "http://www.w3.org/2005/Atom"
+
+    /// Indent nested elements by two spaces (default). Off gives the smallest file.
+    public var indent: Bool
+
+    public init(indent: Bool = true) {
+        self.indent = indent
+    }
+
+    /// Atomically writes the feed to `url`.
+    /// - Throws: ``ExportError`` — I/O (naming the path), a libxml2 writer failure, or
+    ///   ``ExportError/invalidXML(name:line:column:message:)`` if the result would not parse.
+    @discardableResult
+    public func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
+        var count = 0
+        let bytes = try XMLDocumentWriter.write(to: url, indent: indent) { doc in
+            count = try Self.writeFeed(channel: channel, items: items, into: doc)
+        }
+        return FeedWriteResult(itemCount: count, byteCount: bytes)
+    }
+
+    /// The feed's bytes, in memory (validated the same way).
+    public func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
+        try XMLDocumentWriter.render(name: name, indent: indent) { doc in
+            _ = try Self.writeFeed(channel: channel, items: items, into: doc)
+        }
+    }
+
+    /// Writes `<rss>…</rss>` into `doc`; returns the number of items.
+    public static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
+                                 into doc: XMLDocumentWriter) throws -> Int {
+        try doc.startElement("rss")
+        try doc.attribute("version", "2.0")
+        try doc.attribute("xmlns:itunes", itunesNamespace)
+        try doc.attribute("xmlns:atom", atomNamespace)
+        try doc.startElement("channel")
+
+        try doc.element("title", channel.title)
+        try doc.element("link", channel.link)
+        try doc.element("description", XMLText.htmlEscaped(channel.description))
+        try doc.element("language", channel.language)
+        try doc.element("generator", channel.generator)
+        try doc.element("lastBuildDate", rfc822(channel.lastBuildDate))
+        try doc.emptyElement("atom:link", attributes: ["href": channel.selfURL, "rel": "self", "type": "application/rss+xml"])
+        if let image = channel.imageURL {
+            try doc.startElement("image")
+            try doc.element("url", image)
+            try doc.element("title", channel.title)
+            try doc.element("link", channel.link)
+            try doc.endElement()
+        }
+        if let author = channel.author { try doc.element("itunes:author", author) }
+        if let image = channel.imageURL { try doc.emptyElement("itunes:image", attributes: ["href": image]) }
+        for path in channel.categories where !path.isEmpty {
+            for name in path {
+                try doc.startElement("itunes:category")
+                try doc.attribute("text", name)
+            }
+            for _ in path { try doc.endElement() }
+        }
+        try doc.element("itunes:explicit", channel.explicit ? "true" : "false")
+        try doc.element("itunes:type", channel.type.rawValue)
+
+        var count = 0
+        for item in items {
+            try writeItem(item, into: doc)
+            count += 1
+        }
+
+        try doc.endElement() // channel
+        try doc.endElement() // rss
+        return count
+    }
+
+    private static func writeItem(_ item: FeedItem, into doc: XMLDocumentWriter) throws {
+        try doc.startElement("item")
+        try doc.element("title", item.title)
+        if let link = item.link { try doc.element("link", link) }
+        try doc.element("description", XMLText.htmlEscaped(item.description))
+        try doc.startElement("guid")
+        try doc.attribute("isPermaLink", "false")
+        try doc.text(item.guid)
+        try doc.endElement()
+        try doc.element("pubDate", rfc822(item.pubDate))
+        if let author = item.author { try doc.element("itunes:author", author) }
+        if let image = item.imageURL {
+            try doc.startElement("itunes:image")
+            try doc.attribute("href", image)
+            try doc.endElement()
+        }
+        if let enclosure = item.enclosure {
+            try doc.startElement("enclosure")
+            try doc.attribute("url", enclosure.url)
+            try doc.attribute("length", String(max(0, enclosure.length)))
+            try doc.attribute("type", enclosure.type)
+            try doc.endElement()
+        }
+        if let explicit = item.explicit { try doc.element("itunes:explicit", explicit ? "true" : "false") }
+        if let seconds = item.durationSeconds, seconds >= 0 { try doc.element("itunes:duration", String(seconds)) }
+        try doc.endElement()
+    }
+
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// RFC 822 (with a four-digit year, as RFC 1123 and the RSS profile ask) in UTC:
+    /// `Sun, 22 Nov 2026 00:54:46 +0000`. Fractions of a second are dropped (floor).
+    public static func rfc822(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : String(n) }
+        let year = Int(parts.tm_year) + 1900
+        let yearText = year >= 0 && year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
+        return "\(weekdays[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(yearText) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) +0000"
+    }
+}

@@ -1,0 +1,143 @@
+import Catalog
+import Foundation
+import GRDB
+import Logging
+import Snapshot
+
+/// What an export is made from: one run's view of the snapshot.
+public struct ExportContext: Sendable {
+    public var store: SnapshotStore
+    public var runID: Int64
+    public var jobName: String
+    /// Every time written into a file comes from here, never from "now", so
+    /// the same snapshot always gives byte-identical files (Invariant 4).
+    public var runDate: Date
+    public var outputDirectory: String
+
+    public init(store: SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
+        self.store = store
+        self.runID = runID
+        self.jobName = jobName
+        self.runDate = runDate
+        self.outputDirectory = outputDirectory
+    }
+
+    func url(_ relative: String) -> URL {
+        URL(fileURLWithPath: outputDirectory).appendingPathComponent(relative)
+    }
+}
+
+/// A file an export wrote.
+public struct ExportedFile: Sendable, Equatable {
+    public var path: String
+    public var bytes: Int64
+    /// Rows or items written.
+    public var rows: Int
+}
+
+/// Runs a job's exports against the snapshot.
+public enum SnapshotExporter {
+    /// Writes every export, each to a temporary file renamed into place; the
+    /// first failure stops the exports and leaves that file's previous version intact.
+    public static func export(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
+        var files: [ExportedFile] = []
+        for spec in specs {
+            do {
+                switch spec {
+                case .sqlite(let path):
+                    files.append(try SQLiteExport.write(to: context.url(path), context: context))
+                case .csvTables(let directory, let options):
+                    files += try CSVExport.writeTables(directory: context.url(directory), options: options, context: context)
+                case .csvChanges(let path, let options):
+                    files.append(try CSVExport.writeChanges(to: context.url(path), options: options, context: context))
+                case .podcastRSS(let feed):
+                    files.append(try FeedExport.writePodcastFeed(feed, context: context))
+                }
+            } catch let error as StoreSyncError {
+                throw error
+            } catch {
+                throw .exportFailed(path: "\(spec)", reason: "\(error)")
+            }
+        }
+        for file in files { logger.debug("exported \(file.path) (\(file.rows) rows, \(file.bytes) bytes)") }
+        return files
+    }
+
+    /// The entities present in the snapshot, in a stable order.
+    static func entities(_ db: Database) throws -> [EntityKind] {
+        try String.fetchAll(db, sql: "SELECT DISTINCT entity FROM records ORDER BY entity").compactMap(EntityKind.init(rawValue:))
+    }
+
+    static func fileSize(_ url: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size]) as? NSNumber)?.int64Value ?? 0
+    }
+}
+
+/// The consumer database: one table per entity with typed columns and the
+/// raw payload, plus the change log and the runs, separate from the snapshot
+/// so readers (sqlite3, Datasette) never hold a lock on the live store.
+enum SQLiteExport {
+    static func write(to url: URL, context: ExportContext) throws -> ExportedFile {
+        let directory = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())")
+        try? FileManager.default.removeItem(at: temporary)
+        var rows = 0
+        do {
+            let queue = try DatabaseQueue(path: temporary.path)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = OFF")
+                try db.execute(sql: "ATTACH DATABASE ? AS snap", arguments: [context.store.path])
+                try db.inTransaction {
+                    for entity in try SnapshotExporter.entities(db) {
+                        rows += try copyEntity(entity, db: db)
+                    }
+                    try db.execute(sql: """
+                        CREATE TABLE changes (run_id INTEGER, source TEXT, entity TEXT, key TEXT, op TEXT, field TEXT, before TEXT, after TEXT);
+                        INSERT INTO changes SELECT run_id, source, entity, key, op, field, before, after FROM snap.changes ORDER BY id;
+                        CREATE INDEX changes_by_run ON changes(run_id);
+                        CREATE TABLE runs (id INTEGER PRIMARY KEY, job TEXT, night INTEGER, started_at TEXT, finished_at TEXT, status TEXT,
+                                           added INTEGER, changed INTEGER, removed INTEGER, unchanged INTEGER, pages INTEGER, requests INTEGER);
+                        INSERT INTO runs
+                        SELECT r.id, r.job, r.night,
+                               strftime('%Y-%m-%dT%H:%M:%SZ', r.started_at, 'unixepoch'),
+                               strftime('%Y-%m-%dT%H:%M:%SZ', r.finished_at, 'unixepoch'),
+                               r.status, sum(s.added), sum(s.changed), sum(s.removed), sum(s.unchanged), sum(s.pages), sum(s.requests)
+                        FROM snap.runs r LEFT JOIN snap.run_sources s ON s.run_id = r.id
+                        WHERE r.id <= ? GROUP BY r.id ORDER BY r.id;
+                        """, arguments: [context.runID])
+                    return .commit
+                }
+                try db.execute(sql: "DETACH DATABASE snap")
+            }
+            try queue.close()
+            // The database is built whole under a temporary name, then renamed:
+            // readers see the old file or the new one, never half of one.
+            guard rename(temporary.path, url.path) == 0 else {
+                throw ExportError.io(operation: "rename to \(url.path)", path: temporary.path, errno: errno)
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)")
+        }
+        return ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows)
+    }
+
+    static func copyEntity(_ entity: EntityKind, db: Database) throws -> Int {
+        let table = "\"\(entity.rawValue)\""
+        let columns = EntityColumns.columns(for: entity)
+        var definitions = ["source TEXT NOT NULL", "key TEXT NOT NULL"]
+        definitions += columns.map { "\"\($0.name)\" \($0.kind.rawValue)" }
+        definitions += ["payload TEXT NOT NULL", "PRIMARY KEY (source, key)"]
+        try db.execute(sql: "CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
+        // Bound parameters for every value; only the fixed column list is spliced.
+        let selected = columns.map { _ in "json_extract(payload, ?)" }
+        let sql = "INSERT INTO \(table) SELECT source, key, \((selected + ["payload"]).joined(separator: ", ")) FROM snap.records WHERE entity = ? ORDER BY source, key"
+        try db.execute(sql: sql, arguments: StatementArguments(columns.map(\.jsonPath) + [entity.rawValue]))
+        let count = db.changesCount
+        if columns.contains(where: { $0.name == "name" }) {
+            try db.execute(sql: "CREATE INDEX \"\(entity.rawValue)_by_name\" ON \(table)(name)")
+        }
+        return count
+    }
+}

@@ -1,0 +1,48 @@
+import Catalog
+import Export
+import Foundation
+import Snapshot
+
+extension RunReport {
+    /// The human summary printed after a run: one line per source.
+    public var summaryText: String {
+        var lines: [String] = []
+        var head = "storesync: job \(job), run \(runID)"
+        if let night { head += ", simulated night \(night)" }
+        if resumed { head += " (resumed)" }
+        head += ": \(outcome.rawValue) in \(String(format: "%.2f", seconds)) s"
+        lines.append(head)
+        let header = ["source", "kind", "pages", "requests", "added", "changed", "unchanged", "removed", "seconds"]
+        var rows = [header]
+        for source in sources {
+            let c = source.counts
+            rows.append([source.name, source.kind.rawValue, "\(c.pages)", "\(c.requests)", "\(c.added)", "\(c.changed)",
+                         "\(c.unchanged)", "\(c.removed)", String(format: "%.2f", c.seconds)])
+        }
+        lines += Self.table(rows)
+        let added = sources.reduce(0) { $0 + $1.counts.added }
+        let changed = sources.reduce(0) { $0 + $1.counts.changed }
+        let removed = sources.reduce(0) { $0 + $1.counts.removed }
+        lines.append("record rows written: \(recordRowsWritten) (added \(added) + changed \(changed) + removed \(removed)); "
+                     + "requests \(fetch.requests), retries \(fetch.retries), throttled \(fetch.throttled)")
+        for file in exports {
+            lines.append("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
+        }
+        for warning in warnings { lines.append("warning: \(warning)") }
+        for error in errors { lines.append("error: \(error)") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func table(_ rows: [[String]]) -> [String] {
+        guard let first = rows.first else { return [] }
+        var widths = Array(repeating: 0, count: first.count)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        return rows.map { row in
+            row.enumerated().map { i, cell in
+                // Names left-aligned, numbers right-aligned.
+                let pad = String(repeating: " ", count: widths[i] - cell.count)
+                return i < 2 ? cell + pad : pad + cell
+            }.joined(separator: "  ")
+        }
+    }
+}

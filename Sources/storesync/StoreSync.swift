@@ -1,0 +1,120 @@
+import ArgumentParser
+import Catalog
+import Foundation
+import Logging
+import SyncEngine
+
+/// Exit codes, documented in README.md.
+enum ExitStatus: Int32 {
+    case ok = 0
+    case failed = 1
+    case partial = 2
+    case locked = 3
+    case invalidJob = 64
+}
+
+@main
+struct StoreSync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "storesync",
+        abstract: "Crawl the iTunes Store and a marketplace, store only what changed, and export it.",
+        discussion: """
+            A job file (YAML) names the sources to crawl, the snapshot to diff against and the exports to write.
+            jobs/demo.yml runs everything against the embedded simulator, with no network.
+
+            Exit codes: 0 ok · 1 failed · 2 partial (something was left out; nothing was removed on the strength of it) \
+            · 3 another run holds the store's lock · 64 invalid job file or arguments.
+            """,
+        subcommands: [Run.self, Validate.self]
+    )
+}
+
+struct LoggingOptions: ParsableArguments {
+    @Flag(name: .shortAndLong, help: "Log every page (debug level).")
+    var verbose = false
+
+    @Flag(name: .shortAndLong, help: "Log only warnings and errors.")
+    var quiet = false
+
+    func bootstrap() {
+        let level: Logger.Level = verbose ? .debug : (quiet ? .warning : .info)
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a job: crawl every source, diff against the snapshot, write what changed, export.",
+        discussion: """
+            Only records that were added, changed or removed are written; unchanged records cost no write. \
+            A record is removed only after complete crawls of its scope missed it (removal.afterMisses, default 2) \
+            and never when more than removal.maxRatio of a scope (default 10%) would go. \
+            A run that is killed resumes where it stopped on the next start. With a `simulator:` section, \
+            each run crawls the next simulated night. The summary goes to standard output, logs to standard error.
+            """
+    )
+
+    @Argument(help: "The job file, e.g. jobs/demo.yml.")
+    var job: String
+
+    @Option(help: "Crawl this simulated night instead of the next one (jobs with a simulator only).")
+    var night: Int?
+
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        logging.bootstrap()
+        let logger = Logger(label: "storesync")
+        do {
+            let spec = try JobLoader.load(path: job)
+            let report = try await Runner(job: spec, logger: logger).run(RunOptions(night: night))
+            print(report.summaryText)
+            switch report.outcome {
+            case .ok: return
+            case .partial: throw ExitCode(ExitStatus.partial.rawValue)
+            case .failed: throw ExitCode(ExitStatus.failed.rawValue)
+            }
+        } catch let error as StoreSyncError {
+            printError(error.description)
+            throw ExitCode(exitStatus(for: error).rawValue)
+        }
+    }
+}
+
+struct Validate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a job file and report every problem with its file, line and key.",
+        discussion: "Exits 0 when the job is valid, 64 otherwise. Nothing is crawled or written."
+    )
+
+    @Argument(help: "The job file to check.")
+    var job: String
+
+    func run() async throws {
+        do {
+            let spec = try JobLoader.load(path: job)
+            print("\(job): valid — job '\(spec.name)', \(spec.sources.count) source(s), \(spec.exports.count) export(s); "
+                  + "store \(spec.storePath), output \(spec.outputDirectory)"
+                  + (spec.simulator == nil ? "" : "; runs the embedded simulator"))
+        } catch {
+            printError(error.description)
+            throw ExitCode(exitStatus(for: error).rawValue)
+        }
+    }
+}
+
+func exitStatus(for error: StoreSyncError) -> ExitStatus {
+    switch error {
+    case .invalidJob: .invalidJob
+    case .locked: .locked
+    default: .failed
+    }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data(("storesync: " + message + "\n").utf8))
+}

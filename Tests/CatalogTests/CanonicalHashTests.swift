@@ -1,0 +1,52 @@
+import Catalog
+import Testing
+
+@Suite struct CanonicalHashTests {
+    /// Reference values from the xxHash reference implementation (python-xxhash).
+    @Test(arguments: [
+        ("", 0xEF46_DB37_51D8_E999),
+        ("a", 0xD24E_C4F1_A98C_6E5B),
+        ("abc", 0x44BC_2CF5_AD77_0999),
+        (String(repeating: "0123456789", count: 5), 0x4F7C_A659_1462_3935),
+    ] as [(String, UInt64)])
+    func xxh64MatchesReference(input: String, expected: UInt64) {
+        #expect(ContentHash(bytes: Array(input.utf8)).rawValue == expected)
+    }
+
+    @Test func xxh64LongInputMatchesReference() {
+        let bytes = (0..<768).map { UInt8($0 % 256) }
+        #expect(ContentHash(bytes: bytes).rawValue == 0x8E03_C838_C596_036F)
+    }
+
+    @Test func keyOrderAndNumberSpellingDoNotChangeTheHash() throws {
+        let a = Record(entity: .podcast, key: "1", fields: try JSONParser.parse(#"{"b":0.0,"a":"x","c":[1,2.50]}"#).objectValue!)
+        let b = Record(entity: .podcast, key: "1", fields: try JSONParser.parse(#"{"a":"x","c":[1.0,2.5],"b":0}"#).objectValue!)
+        #expect(a.payload == #"{"a":"x","b":0,"c":[1,2.5]}"#)
+        #expect(a.hash == b.hash)
+    }
+
+    @Test func anyContentChangeChangesTheHash() throws {
+        let base = try JSONParser.parse(#"{"name":"Café","price":0.99}"#).objectValue!
+        var renamed = base
+        renamed["name"] = .string("Cafe")
+        var repriced = base
+        repriced["price"] = .double(1.29)
+        let hashes = Set([base, renamed, repriced].map { Record(entity: .song, key: "1", fields: $0).hash })
+        #expect(hashes.count == 3)
+    }
+
+    @Test func canonicalStringsEscapeOnlyWhatJSONRequires() {
+        let text = CanonicalJSON.string(.string("a\"b\\c\n\u{01}é😀"))
+        #expect(text == "\"a\\\"b\\\\c\\n\\u0001é😀\"")
+    }
+
+    @Test func fieldDiffListsChangedAddedAndRemovedFields() {
+        let old: [String: JSONValue] = ["a": .int(1), "b": .string("x"), "gone": .null]
+        let new: [String: JSONValue] = ["a": .int(2), "b": .string("x"), "new": .bool(true)]
+        #expect(FieldChange.between(old, new) == [
+            FieldChange(field: "a", before: "1", after: "2"),
+            FieldChange(field: "gone", before: "null", after: nil),
+            FieldChange(field: "new", before: nil, after: "true"),
+        ])
+    }
+}

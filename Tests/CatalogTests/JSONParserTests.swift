@@ -1,0 +1,56 @@
+import Catalog
+import Testing
+
+@Suite struct JSONParserTests {
+    @Test func parsesEveryKindOfValue() throws {
+        let value = try JSONParser.parse(#"{"a":1,"b":-2.5,"c":"x\u00e9\n","d":[true,false,null],"e":{}}"#)
+        #expect(value["a"] == .int(1))
+        #expect(value["b"] == .double(-2.5))
+        #expect(value["c"] == .string("xé\n"))
+        #expect(value["d"] == .array([.bool(true), .bool(false), .null]))
+        #expect(value["e"] == .object([:]))
+    }
+
+    @Test func keepsLargeIdsExact() throws {
+        #expect(try JSONParser.parse("9007199254740993") == .int(9_007_199_254_740_993))
+    }
+
+    @Test func acceptsLeadingNewlinesCRLFAndBOM() throws {
+        #expect(try JSONParser.parse("\n\n\n{\r\n \"a\": 1\r\n}\r\n")["a"] == .int(1))
+        #expect(try JSONParser.parse([0xEF, 0xBB, 0xBF] + Array("[1]".utf8)) == .array([.int(1)]))
+    }
+
+    @Test func decodesSurrogatePairsAndReplacesLoneOnes() throws {
+        #expect(try JSONParser.parse(#""\ud83d\ude00""#) == .string("😀"))
+        #expect(try JSONParser.parse(#""\ud83d x""#) == .string("\u{FFFD} x"))
+    }
+
+    @Test func replacesInvalidUTF8InsteadOfFailing() throws {
+        let bytes: [UInt8] = Array("\"a".utf8) + [0xFF] + Array("b\"".utf8)
+        #expect(try JSONParser.parse(bytes) == .string("a\u{FFFD}b"))
+    }
+
+    @Test(arguments: [
+        ("{\"a\":1,}", 1, 8),
+        ("{\n  \"a\": 1\n  \"b\": 2\n}", 3, 3),
+        ("[1, 2", 1, 6),
+        ("<html><body>Error</body></html>", 1, 1),
+        ("{\"a\": tru}", 1, 7),
+        ("", 1, 1),
+        ("{\"a\":\"x\ny\"}", 1, 8),
+    ])
+    func reportsWhereItFailed(text: String, line: Int, column: Int) {
+        do {
+            _ = try JSONParser.parse(text)
+            Issue.record("expected a syntax error for \(text)")
+        } catch {
+            #expect(error.line == line, "\(error)")
+            #expect(error.column == column, "\(error)")
+        }
+    }
+
+    @Test func rejectsTrailingGarbageAndDeepNesting() {
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse("{} x") }
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(String(repeating: "[", count: 600)) }
+    }
+}

@@ -1,0 +1,139 @@
+import Catalog
+import Foundation
+import GRDB
+import Snapshot
+import Testing
+import TestSupport
+
+@Suite struct SnapshotStoreTests {
+    let directory = TestPaths.temporaryDirectory("snapshot")
+    var path: String { directory.appendingPathComponent("store.sqlite").path }
+
+    func podcast(_ key: Int, name: String = "Show", count: Int = 1) -> Catalog.Record {
+        Catalog.Record(entity: .podcast, key: String(key), fields: ["trackName": .string(name), "trackCount": .int(Int64(count))])
+    }
+
+    func page(_ run: RunInfo, _ records: [Catalog.Record], scope: String = "s", page: Int = 0) -> PageInput {
+        PageInput(runID: run.id, source: "src", scope: scope, page: page, records: records)
+    }
+
+    @Test func firstRunAddsEverythingSecondIdenticalRunWritesNothing() async throws {
+        let store = try SnapshotStore(path: path)
+        let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
+        let first = try await store.apply(page(run1, (1...50).map { podcast($0) }))
+        #expect(first.added == 50)
+        #expect(first.recordRowsWritten == 50)
+        _ = try store.finishScope(runID: run1.id, source: "src", scope: "s", state: "complete", error: nil, removal: .init())
+        try store.finishRun(run1.id, status: .ok, message: nil, at: Date(timeIntervalSince1970: 1))
+
+        let run2 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 2), simulated: false)
+        let second = try await store.apply(page(run2, (1...50).map { podcast($0) }))
+        #expect(second == PageResult(added: 0, changed: 0, unchanged: 50, duplicates: 0, recordRowsWritten: 0))
+        let removal = try store.finishScope(runID: run2.id, source: "src", scope: "s", state: "complete", error: nil, removal: .init())
+        #expect(removal.recordRowsWritten == 0)
+        #expect(try store.changes(runID: run2.id).isEmpty)
+    }
+
+    @Test func changedRecordsLogFieldLevelBeforeAndAfter() async throws {
+        let store = try SnapshotStore(path: path)
+        let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run1, [podcast(1, name: "Old", count: 3), podcast(2)]))
+        try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
+        let run2 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        let result = try await store.apply(page(run2, [podcast(1, name: "New", count: 3), podcast(2)]))
+        #expect(result.changed == 1)
+        #expect(result.unchanged == 1)
+        #expect(result.recordRowsWritten == 1)
+        let changes = try store.changes(runID: run2.id)
+        #expect(changes.count == 1)
+        #expect(changes.first?.field == "trackName")
+        #expect(changes.first?.before == "\"Old\"")
+        #expect(changes.first?.after == "\"New\"")
+    }
+
+    @Test func duplicatesWithinARunAreCountedOnce() async throws {
+        let store = try SnapshotStore(path: path)
+        let run = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run, [podcast(1), podcast(2)], page: 0))
+        let again = try await store.apply(page(run, [podcast(2), podcast(3)], page: 1))
+        #expect(again.added == 1)
+        #expect(again.duplicates == 1)
+        #expect(again.unchanged == 0)
+    }
+
+    /// Invariant 2: removal only after `afterMisses` complete crawls missed the record.
+    @Test func removalWaitsForConsecutiveMissesOfCompleteScopes() async throws {
+        let store = try SnapshotStore(path: path)
+        let policy = RemovalPolicy(afterMisses: 2, maxRatio: 0.5)
+        func night(_ keys: [Int], state: String = "complete") async throws -> RemovalResult {
+            let run = try store.beginRun(job: "t", at: Date(), simulated: false)
+            _ = try await store.apply(page(run, keys.map { podcast($0) }))
+            let result = try store.finishScope(runID: run.id, source: "src", scope: "s", state: state, error: nil, removal: policy)
+            try store.finishRun(run.id, status: .ok, message: nil, at: Date())
+            return result
+        }
+        _ = try await night(Array(1...10))
+        let firstMiss = try await night(Array(1...9))
+        #expect(firstMiss.removed == 0)
+        #expect(firstMiss.pending == 1)
+        let incomplete = try await night(Array(1...9), state: "failed")
+        #expect(incomplete.removed == 0, "an incomplete scope never removes")
+        let secondMiss = try await night(Array(1...9))
+        #expect(secondMiss.removed == 1)
+        #expect(secondMiss.recordRowsWritten == 1)
+        #expect(try store.records().count == 9)
+    }
+
+    @Test func aRecordThatComesBackResetsItsMisses() async throws {
+        let store = try SnapshotStore(path: path)
+        let policy = RemovalPolicy(afterMisses: 2, maxRatio: 1)
+        for keys in [[1, 2], [1], [1, 2], [1]] {
+            let run = try store.beginRun(job: "t", at: Date(), simulated: false)
+            _ = try await store.apply(page(run, keys.map { podcast($0) }))
+            let result = try store.finishScope(runID: run.id, source: "src", scope: "s", state: "complete", error: nil, removal: policy)
+            #expect(result.removed == 0)
+            try store.finishRun(run.id, status: .ok, message: nil, at: Date())
+        }
+    }
+
+    @Test func removalGuardRefusesToEmptyAScope() async throws {
+        let store = try SnapshotStore(path: path)
+        let policy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
+        let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run1, (1...100).map { podcast($0) }))
+        try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
+        let run2 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run2, (1...50).map { podcast($0) }))
+        let result = try store.finishScope(runID: run2.id, source: "src", scope: "s", state: "complete", error: nil, removal: policy)
+        #expect(result.removed == 0)
+        #expect(result.guardWarning != nil)
+        #expect(try store.records().count == 100)
+    }
+
+    @Test func anUnfinishedRunIsResumedWithWhatItHadSeen() async throws {
+        do {
+            let store = try SnapshotStore(path: path)
+            let run = try store.beginRun(job: "t", at: Date(), simulated: true)
+            #expect(run.night == 1)
+            _ = try await store.apply(page(run, [podcast(1)], page: 0))
+            // No finishRun: the process "died" here.
+        }
+        let store = try SnapshotStore(path: path)
+        let resumed = try store.beginRun(job: "t", at: Date(), simulated: true)
+        #expect(resumed.resumed)
+        #expect(resumed.night == 1)
+        #expect(try store.checkpoint(runID: resumed.id, source: "src", scope: "s") == ScopeCheckpoint(state: "running", nextPage: 1))
+        let result = try await store.apply(page(resumed, [podcast(1), podcast(2)], page: 1))
+        #expect(result.duplicates == 1, "page 0 of the killed attempt still counts as seen")
+        try store.finishRun(resumed.id, status: .ok, message: nil, at: Date())
+        let next = try store.beginRun(job: "t", at: Date(), simulated: true)
+        #expect(next.night == 2)
+        #expect(try store.integrityCheck() == "ok")
+    }
+
+    @Test func secondRunOnTheSameStoreIsLockedOut() throws {
+        let lock = try RunLock(storePath: path)
+        #expect(throws: StoreSyncError.self) { try RunLock(storePath: path) }
+        withExtendedLifetime(lock) {}
+    }
+}
