@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Comes with Hummingbird; named because the simulator stops its server gracefully through it.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Test-only: an independent RFC 4180 parser to read our CSV back.
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
     ],
@@ -59,6 +61,7 @@ let package = Package(
             dependencies: [
                 "Catalog",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -96,7 +99,9 @@ let package = Package(
             dependencies: [
                 "Export", "Snapshot", "CLibXML2", "TestSupport",
                 .product(name: "CSV", package: "CSV.swift"),
-            ]
+            ],
+            // Golden files are read through #filePath, not bundled.
+            exclude: ["Golden"]
         ),
         .testTarget(name: "StoreSimTests", dependencies: ["StoreSim", "TestSupport"]),
         .testTarget(

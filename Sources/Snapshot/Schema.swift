@@ -72,6 +72,8 @@ enum Schema {
                     next_page INTEGER NOT NULL,
                     state TEXT NOT NULL CHECK (state IN ('running', 'complete', 'capped', 'failed')),
                     error TEXT,
+                    -- The run whose removal pass covered this scope: a resumed run never counts a miss twice.
+                    swept_run INTEGER,
                     PRIMARY KEY (source, scope)
                 );
 

@@ -3,34 +3,46 @@ import Foundation
 import GRDB
 
 extension SnapshotStore {
-    /// Records how a scope's crawl ended. Only a `complete` scope runs the
-    /// removal pass (Invariant 2): a record of this scope that no page of this
-    /// run listed (in any scope of the source) is missed once more; at
-    /// `afterMisses` consecutive misses it is removed — unless that would
-    /// remove more than `maxRatio` of the scope, in which case nothing is
-    /// removed and a warning says why.
-    public func finishScope(
-        runID: Int64, source: String, scope: String, state: String, error: String?, removal policy: RemovalPolicy
-    ) throws(StoreSyncError) -> RemovalResult {
-        let seenKeys = seenKeys(source: source)
-        do {
-            return try pool.write { db in
+    /// Records how a scope's crawl ended (its checkpoint state for this run).
+    public func finishScope(runID: Int64, source: String, scope: String, state: String, error: String?) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
                 try db.execute(sql: """
                     INSERT INTO scopes (source, scope, run_id, next_page, state, error) VALUES (?, ?, ?, 0, ?, ?)
                     ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, state = excluded.state, error = excluded.error
                     """, arguments: [source, scope, runID, state, error])
-                guard state == "complete" else { return RemovalResult() }
-                return try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy)
+            }
+        }
+    }
+
+    /// The removal pass of one complete scope (Invariant 2), run once every
+    /// scope of the source has been crawled, so a record that moved to another
+    /// scope of the same source is seen there and not removed.
+    ///
+    /// A record of this scope that no page of this run listed is missed once
+    /// more; at `afterMisses` consecutive misses it is removed — unless that
+    /// would remove more than `maxRatio` of the scope, in which case nothing
+    /// is removed and a warning says why. Each scope is swept at most once per
+    /// run, in one transaction, so a run killed mid-pass never counts a miss twice.
+    public func sweepScope(runID: Int64, source: String, scope: String, removal policy: RemovalPolicy) throws(StoreSyncError) -> RemovalResult {
+        let seenKeys = seenSnapshot(source: source)
+        do {
+            return try pool.write { db in
+                let checkpoint = try Row.fetchOne(db, sql: "SELECT state, run_id, swept_run FROM scopes WHERE source = ? AND scope = ?",
+                                                  arguments: [source, scope])
+                guard let checkpoint, checkpoint["state"] == "complete", checkpoint["run_id"] == runID,
+                      (checkpoint["swept_run"] as Int64?) != runID else {
+                    return RemovalResult()
+                }
+                let result = try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy)
+                try db.execute(sql: "UPDATE scopes SET swept_run = ? WHERE source = ? AND scope = ?", arguments: [runID, source, scope])
+                return result
             }
         } catch let error as StoreSyncError {
             throw error
         } catch {
-            throw .storage(path: path, reason: "finishing scope \(source)/\(scope): \(error)")
+            throw .storage(path: path, reason: "removal pass of \(source)/\(scope): \(error)")
         }
-    }
-
-    func seenKeys(source: String) -> Set<RecordIdentity> {
-        seenSnapshot(source: source)
     }
 
     static func removalPass(

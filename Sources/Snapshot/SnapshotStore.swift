@@ -53,6 +53,14 @@ public struct PageResult: Sendable, Equatable {
     /// Rows of the `records` table inserted, updated or deleted, as counted by
     /// SQLite itself (`sqlite3_changes`).
     public var recordRowsWritten = 0
+
+    public init(added: Int = 0, changed: Int = 0, unchanged: Int = 0, duplicates: Int = 0, recordRowsWritten: Int = 0) {
+        self.added = added
+        self.changed = changed
+        self.unchanged = unchanged
+        self.duplicates = duplicates
+        self.recordRowsWritten = recordRowsWritten
+    }
 }
 
 /// The outcome of the removal pass of a complete scope.
@@ -63,12 +71,19 @@ public struct RemovalResult: Sendable, Equatable {
     /// Removal refused by the `maxRatio` guard: the message says why.
     public var guardWarning: String?
     public var recordRowsWritten = 0
+
+    public init() {}
 }
 
 /// Where a scope stands within a run.
 public struct ScopeCheckpoint: Sendable, Equatable {
     public var state: String
     public var nextPage: Int
+
+    public init(state: String, nextPage: Int) {
+        self.state = state
+        self.nextPage = nextPage
+    }
 }
 
 /// Per-source counters of one run.

@@ -104,8 +104,7 @@ enum Endpoints {
 
         var rows: [[UInt8]] = []
         if servesPodcasts {
-            let words = term.split(whereSeparator: { $0.isWhitespace }).map { $0.lowercased() }
-            let matches = world.podcastsMatching(words, night: night)
+            let matches = world.podcastsMatching(World.searchWords(term), night: night)
             if offset < matches.count {
                 for i in matches[offset..<min(offset + limit, matches.count)] {
                     rows.append(JSONWriter.bytes(.object(world.podcasts.row(i, night: night, baseURL: baseURL)),

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The simulated iTunes podcast catalog: podcast `i`'s Search row on a given
 /// night, computed from `(seed, i)` and its change history.
 ///
@@ -114,7 +116,10 @@ struct PodcastCatalog: Sendable {
         switch dice.below(10) {
         case 0, 1: title = "\(dice.pick(Vocabulary.adjectives)) \(topic) \(form)"
         case 2, 3: title = "The \(topic) \(form)"
-        case 4: title = "\(topic) & \(dice.pick(Vocabulary.topics))"
+        case 4:
+            var other = dice.pick(Vocabulary.topics)
+            while other == topic { other = dice.pick(Vocabulary.topics) }
+            title = "\(topic) & \(other)"
         case 5: title = "\(dice.pick(Vocabulary.hosts))'s \(topic) \(form)"
         case 6: title = "\"\(dice.pick(Vocabulary.quotes))\" with \(dice.pick(Vocabulary.hosts))"
         case 7: title = "\(dice.pick(Vocabulary.collectiveNouns)) of \(topic)"
@@ -179,11 +184,15 @@ struct PodcastCatalog: Sendable {
 
     // MARK: Rows
 
-    /// URL path segment from a title, as iTunes builds its view URLs.
+    /// URL path segment from a title, as iTunes builds its view URLs:
+    /// accents dropped ("Björn" → "bjorn"), other non-ASCII text and
+    /// punctuation collapsed into single dashes.
     static func slug(_ title: String) -> String {
         var out = ""
         var pendingDash = false
-        for scalar in title.lowercased().unicodeScalars {
+        // Canonical decomposition splits "ö" into "o" + a combining mark, which is then skipped.
+        for scalar in title.lowercased().decomposedStringWithCanonicalMapping.unicodeScalars {
+            if scalar.properties.generalCategory == .nonspacingMark { continue }
             if scalar.isASCII, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) {
                 if pendingDash, !out.isEmpty { out.append("-") }
                 pendingDash = false
@@ -255,15 +264,12 @@ struct PodcastCatalog: Sendable {
 
     /// The lower-cased words Search matches against: those of trackName,
     /// artistName and primaryGenreName, split on anything but letters and digits.
-    func searchWords(_ i: Int, night: Int) -> Set<String> {
+    func searchWords(_ i: Int, night: Int) -> [String] {
         let history = timeline.history(i, night: night)
-        var words = Set<String>()
-        for text in [title(i, version: history.versions[Group.title.rawValue]),
-                     artistName(fixed(i).artist),
-                     genre(i, version: history.versions[Group.genre.rawValue]).name] {
-            for word in Self.words(text) { words.insert(word) }
-        }
-        return words
+        // A handful of words: an array beats a Set for lookups at this size.
+        return Self.words(title(i, version: history.versions[Group.title.rawValue]))
+            + Self.words(artistName(fixed(i).artist))
+            + Self.words(genre(i, version: history.versions[Group.genre.rawValue]).name)
     }
 
     static func words(_ text: String) -> [String] {

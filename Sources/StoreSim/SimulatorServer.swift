@@ -1,6 +1,9 @@
 import Foundation
 import Hummingbird
 import Logging
+// ServiceLifecycle comes with Hummingbird; it is imported for ServiceGroup's
+// graceful shutdown, the only way to stop the server without it logging an error.
+import ServiceLifecycle
 import Synchronization
 
 /// Errors from starting the simulator.
@@ -29,11 +32,17 @@ public final class SimulatorServer: Sendable {
     /// `http://host:port`, with the port the OS chose when asked for port 0.
     public let baseURL: URL
     private let state: ServerState
+    private let serviceGroup: ServiceGroup
     private let runTask: Task<Result<Void, any Error>, Never>
 
-    private init(baseURL: URL, state: ServerState, runTask: Task<Result<Void, any Error>, Never>) {
+    /// How long open requests may take to finish on shutdown before their connections are cut.
+    static let gracePeriod: Duration = .seconds(2)
+
+    private init(baseURL: URL, state: ServerState, serviceGroup: ServiceGroup,
+                 runTask: Task<Result<Void, any Error>, Never>) {
         self.baseURL = baseURL
         self.state = state
+        self.serviceGroup = serviceGroup
         self.runTask = runTask
     }
 
@@ -59,19 +68,23 @@ public final class SimulatorServer: Sendable {
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? 0
-                // Set before anyone learns the port, so no request sees a base URL without it.
-                state.setBaseURL("http://\(urlHost):\(bound)")
                 portContinuation.yield(bound)
                 portContinuation.finish()
             },
             logger: logger
         )
+        // No signal handlers: the simulator runs inside other programs (tests,
+        // the CLI), which own their signals.
+        var groupConfiguration = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [],
+                                                           cancellationSignals: [], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = gracePeriod
+        let serviceGroup = ServiceGroup(configuration: groupConfiguration)
         let runTask = Task { () -> Result<Void, any Error> in
             // If the server fails before it is running (bind error), end the
             // stream so `start` stops waiting and reports the error.
             defer { portContinuation.finish() }
             do {
-                try await app.run()
+                try await serviceGroup.run()
                 return .success(())
             } catch {
                 return .failure(error)
@@ -85,7 +98,7 @@ public final class SimulatorServer: Sendable {
             if case .failure(let error) = await runTask.value { throw error }
             throw SimulatorError.didNotStart(host: host, port: port)
         }
-        return SimulatorServer(baseURL: url, state: state, runTask: runTask)
+        return SimulatorServer(baseURL: url, state: state, serviceGroup: serviceGroup, runTask: runTask)
     }
 
     /// The night the world is served at.
@@ -97,13 +110,12 @@ public final class SimulatorServer: Sendable {
     /// Requests received so far (every path, including errors and 304s).
     public var requestCount: Int { state.requestCount }
 
-    /// Stops the server, closing its connections and releasing the port, and
-    /// returns when it has stopped. Safe to call more than once, and concurrently.
+    /// Stops the server and returns when it has stopped: the listening socket
+    /// is closed (the port is free again), idle keep-alive connections are
+    /// closed, and requests being answered finish first (cut after
+    /// two seconds). Safe to call more than once, and concurrently.
     public func shutdown() async {
-        // Cancelling the run task cancels the server's service group, which
-        // closes the listening socket and every open connection at once
-        // (a simulator has no requests worth draining).
-        runTask.cancel()
+        await serviceGroup.triggerGracefulShutdown()
         _ = await runTask.value
     }
 
@@ -111,9 +123,8 @@ public final class SimulatorServer: Sendable {
 
     private static func addRoutes(to router: Router<BasicRequestContext>, state: ServerState) {
         router.get("search") { request, _ -> Response in
-            let snapshot = state.snapshot
-            return Self.response(Endpoints.search(world: state.world, night: snapshot.night,
-                                                  query: QueryParameters(request.uri.query), baseURL: snapshot.baseURL))
+            Self.response(Endpoints.search(world: state.world, night: state.night,
+                                           query: QueryParameters(request.uri.query), baseURL: World.defaultBaseURL))
         }
         router.get("api/products") { request, _ -> Response in
             Self.response(Endpoints.productList(world: state.world, night: state.night,
@@ -142,20 +153,17 @@ public final class SimulatorServer: Sendable {
 /// What the request handlers share: the world and the mutable serving state.
 final class ServerState: Sendable {
     let world: World
-    private let mutable: Mutex<(night: Int, requests: Int, baseURL: String)>
+    private let mutable: Mutex<(night: Int, requests: Int)>
 
     init(world: World, night: Int) {
         self.world = world
-        mutable = Mutex((night, 0, World.defaultBaseURL))
+        mutable = Mutex((night, 0))
     }
 
     var night: Int { mutable.withLock { $0.night } }
     var requestCount: Int { mutable.withLock { $0.requests } }
-    /// Night and base URL read together, so one response never mixes two nights.
-    var snapshot: (night: Int, baseURL: String) { mutable.withLock { ($0.night, $0.baseURL) } }
 
     func setNight(_ night: Int) { mutable.withLock { $0.night = night } }
-    func setBaseURL(_ url: String) { mutable.withLock { $0.baseURL = url } }
     func countRequest() { mutable.withLock { $0.requests += 1 } }
 }
 

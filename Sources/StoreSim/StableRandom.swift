@@ -67,7 +67,10 @@ enum StableRandom {
     static func geometric(_ p: Double, _ bits: UInt64) -> Int {
         if p <= 0 { return never }
         if p >= 1 { return 1 }
-        let trials = log(unitInterval(bits)) / log(1 - p)
+        // For p below 2^-53, 1 - p rounds to 1 and the draw is "never".
+        let denominator = log(1 - p)
+        guard denominator < 0 else { return never }
+        let trials = log(unitInterval(bits)) / denominator
         // A tiny p and an unlucky draw can exceed any night we would serve.
         if !(trials < Double(never - 1)) { return never }
         return 1 + Int(trials)

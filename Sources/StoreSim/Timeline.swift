@@ -36,16 +36,21 @@ struct Timeline: Sendable {
 
     var groupCount: Int { groupWeights.count }
 
+    /// Births and changes stop after this night (about 2 700 years of nightly
+    /// runs), so no night asked for, however large, can overflow the index
+    /// arithmetic or make a history replay run for long.
+    static let lastActiveNight = 1_000_000
+
     /// Number of indices ever born up to and including `night`.
     func indexCount(through night: Int) -> Int {
         guard night >= 1 else { return 0 }
-        return initialCount + (night - 1) * addedPerNight
+        return initialCount + (min(night, Self.lastActiveNight) - 1) * addedPerNight
     }
 
     /// The night index `i` first appears.
     func birthNight(_ i: Int) -> Int {
         if i < initialCount { return 1 }
-        guard addedPerNight > 0 else { return StableRandom.never }
+        guard addedPerNight > 0, i < indexCount(through: Self.lastActiveNight) else { return StableRandom.never }
         return 2 + (i - initialCount) / addedPerNight
     }
 
@@ -67,7 +72,7 @@ struct Timeline: Sendable {
     func forEachChangeNight(_ i: Int, through night: Int, _ body: (Int) -> Void) {
         let born = birthNight(i)
         let death = deathNight(i)
-        let last = min(night, death - 1)
+        let last = min(night, death - 1, Self.lastActiveNight)
         guard changeRate > 0, born < last else { return }
         var current = born
         while true {

@@ -8,6 +8,8 @@ import Synchronization
 /// Entities and their keys: `"podcast"` (key: the trackId as a decimal
 /// string) and `"listing"` (a marketplace product; key: its id).
 public struct World: Sendable {
+    /// The configuration as applied: out-of-range values are clamped (counts
+    /// to 0...500 000 000, rates to 0...1).
     public let config: SimulatorConfig
     /// The marketplace's page-key style, from the config or else from the seed.
     public let pageKeyEra: PageKeyEra
@@ -19,17 +21,22 @@ public struct World: Sendable {
     let products: ProductCatalog
     let cache = WorldCache()
 
-    /// Where feed URLs point when no server is involved (rows compared in tests).
-    public static let defaultBaseURL = "http://127.0.0.1"
+    /// The origin of every podcast's `feedUrl`. A fixed name, not the
+    /// server's address: the port changes with every start, and a `feedUrl`
+    /// that moved would make every podcast look changed on every run. `.test`
+    /// is reserved (RFC 2606), so it can never reach a real host; a crawler
+    /// that wants the feeds maps this host to the server's address.
+    public static let defaultBaseURL = "http://feeds.storesim.test"
 
     public init(config: SimulatorConfig) {
         // Out-of-range settings are clamped rather than trapped: a job file
         // with `removed: 1.5` should get "everything goes", not a crash.
         var config = config
-        config.podcastCount = max(0, config.podcastCount)
-        config.productCount = max(0, config.productCount)
+        // Podcast ids are a bijection on 2^30 values, so the index space must stay below that.
+        config.podcastCount = min(max(0, config.podcastCount), 500_000_000)
+        config.productCount = min(max(0, config.productCount), 500_000_000)
         config.churn.changed = Self.clampRate(config.churn.changed)
-        config.churn.added = max(0, config.churn.added.isFinite ? config.churn.added : 0)
+        config.churn.added = Self.clampRate(config.churn.added)
         config.churn.removed = Self.clampRate(config.churn.removed)
         self.config = config
         pageKeyEra = config.pageKeyEra
@@ -80,8 +87,53 @@ public struct World: Sendable {
         return Set(aliveIndices(entity: entity, night: night).map { key(entity, $0) })
     }
 
-    /// The record's row exactly as the simulator serves it on `night` (compact
-    /// JSON in the service's key order), or nil when it is not alive then.
+    /// Keys alive on `night` in the order the simulator serves them: podcasts
+    /// by relevance (index order, as Search returns them), listings newest first
+    /// (as the product list returns them).
+    public func orderedKeys(entity: String, night: Int) -> [String] {
+        let alive = aliveIndices(entity: entity, night: night)
+        switch entity {
+        case "podcast": return alive.map { podcasts.key($0) }
+        case "listing": return alive.reversed().map { products.key($0) }
+        default: return []
+        }
+    }
+
+    /// Keys of every podcast a Search for `term` returns on `night`, across all
+    /// pages, in result order (the whole result list, not one page).
+    public func searchResultKeys(term: String, night: Int) -> [String] {
+        podcastsMatching(Self.searchWords(term), night: night).map { podcasts.key($0) }
+    }
+
+    /// Ground truth for a crawl that only sees Search results: the podcasts
+    /// returned for any of `terms` on `night` against those on `night − 1`.
+    /// A podcast can enter or leave the results while staying alive (a rename
+    /// or a genre change moves it between terms); that counts as added or
+    /// removed here, because that is what such a crawl observes.
+    public func searchDiff(terms: [String], night: Int) -> WorldDiff {
+        guard night >= 1 else { return WorldDiff() }
+        var before = Set<Int>(), after = Set<Int>()
+        for term in terms {
+            let words = Self.searchWords(term)
+            after.formUnion(podcastsMatching(words, night: night))
+            if night > 1 { before.formUnion(podcastsMatching(words, night: night - 1)) }
+        }
+        var diff = WorldDiff()
+        for i in after.subtracting(before) { diff.added.insert(podcasts.key(i)) }
+        for i in before.subtracting(after) { diff.removed.insert(podcasts.key(i)) }
+        for i in after.intersection(before) where podcasts.timeline.changes(i, on: night) {
+            diff.changed.insert(podcasts.key(i))
+        }
+        return diff
+    }
+
+    /// The words of a Search term: split on whitespace, lower-cased.
+    static func searchWords(_ term: String) -> [String] {
+        term.split(whereSeparator: { $0.isWhitespace }).map { $0.lowercased() }
+    }
+
+    /// The record's row exactly as the simulator serves it on `night` (the
+    /// service's byte layout and key order), or nil when it is not alive then.
     /// Podcasts: the Search result row, with `feedUrl` under `baseURL`;
     /// listings: the product list row.
     public func rowJSON(entity: String, key: String, night: Int, baseURL: URL? = nil) -> String? {

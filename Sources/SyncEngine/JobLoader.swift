@@ -91,9 +91,12 @@ struct NodeReader {
 
     func value(_ fields: Fields, _ key: String) -> Node? { fields.first { $0.key == key }?.value }
 
+    /// Where a missing key belongs: the first key of its mapping.
+    func anchor(_ fields: Fields) -> Node? { fields.first?.keyNode }
+
     mutating func string(_ fields: Fields, _ key: String, path: String, required: Bool = false) -> String? {
         guard let node = value(fields, key) else {
-            if required { issue(nil, join(path, key), "is required") }
+            if required { issue(anchor(fields), join(path, key), "is required") }
             return nil
         }
         guard let scalar = node.scalar, node.null == nil else {
@@ -172,7 +175,7 @@ struct NodeReader {
     /// A path inside the output folder: relative, no `..`.
     mutating func relativePath(_ fields: Fields, _ key: String, path: String, default fallback: String?) -> String? {
         guard let text = string(fields, key, path: path) ?? fallback else {
-            issue(nil, join(path, key), "is required")
+            issue(anchor(fields), join(path, key), "is required")
             return nil
         }
         let parts = text.split(separator: "/")
@@ -228,7 +231,7 @@ struct NodeReader {
                 issue(node, "sources", "expected a non-empty list of sources")
             }
         } else {
-            issue(nil, "sources", "is required")
+            issue(anchor(top), "sources", "is required")
         }
         var exports: [ExportSpec] = []
         if let node = value(top, "exports") {
@@ -310,7 +313,7 @@ struct NodeReader {
         switch kind {
         case .itunesSearch:
             let terms = strings(fields, "terms", path: path) ?? []
-            if terms.isEmpty { issue(value(fields, "terms"), join(path, "terms"), "is required: a list of search terms") }
+            if terms.isEmpty { issue(value(fields, "terms") ?? anchor(fields), join(path, "terms"), "is required: a list of search terms") }
             var search = ITunesSearchSettings(terms: terms)
             if let media = string(fields, "media", path: path) {
                 if Self.searchMedia.contains(media) { search.media = media } else {
@@ -376,7 +379,7 @@ struct NodeReader {
             let file = relativePath(fields, "path", path: path, default: nil)
             let title = string(fields, "title", path: path) ?? "Podcasts"
             let selfURL = url(fields, "selfURL", path: path)
-            if value(fields, "selfURL") == nil { issue(nil, join(path, "selfURL"), "is required: the public URL the feed will be served at") }
+            if value(fields, "selfURL") == nil { issue(anchor(fields), join(path, "selfURL"), "is required: the public URL the feed will be served at") }
             let link = url(fields, "link", path: path)?.absoluteString ?? selfURL?.absoluteString ?? ""
             let description = string(fields, "description", path: path) ?? title
             let limit = int(fields, "limit", path: path, range: 1...100_000) ?? 100

@@ -209,13 +209,21 @@ public struct Runner: Sendable {
                                          requests: fetcher.stats.requests - requestsBefore, seconds: clock.now() - pageStarted)
             }
             do {
-                let removal = try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state,
-                                                    error: errorText, removal: source.removal)
+                try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: errorText)
+                if outcome.isComplete { report.scopesComplete += 1 }
+            } catch {
+                report.errors.append(error.description)
+            }
+        }
+        // Removals only once the whole source is crawled: a record that moved
+        // between scopes (a renamed podcast now found by another term) is seen.
+        for scope in scopes {
+            do {
+                let removal = try store.sweepScope(runID: run.id, source: source.name, scope: scope.id, removal: source.removal)
                 if let warning = removal.guardWarning {
                     warnings.append(warning)
                     logger.warning("\(warning)")
                 }
-                if outcome.isComplete { report.scopesComplete += 1 }
             } catch {
                 report.errors.append(error.description)
             }

@@ -289,7 +289,7 @@ private func goldenURL(_ name: String, file: String = #filePath) -> URL {
                 received += chunk.count
                 if received > 20_000 { throw DiskFull() }
             }, body: { doc in
-                try PodcastFeedWriter.writeFeed(channel: Self.channel, items: Self.trickyItems() + Self.trickyItems()
+                _ = try PodcastFeedWriter.writeFeed(channel: Self.channel, items: Self.trickyItems() + Self.trickyItems()
                     + Array(repeating: Self.twoItems[0], count: 200), into: doc)
             })
             Issue.record("expected DiskFull")

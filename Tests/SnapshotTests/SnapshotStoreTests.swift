@@ -13,6 +13,14 @@ import TestSupport
         Catalog.Record(entity: .podcast, key: String(key), fields: ["trackName": .string(name), "trackCount": .int(Int64(count))])
     }
 
+    /// Ends a scope the way the runner does: record its state, then sweep it.
+    @discardableResult
+    func finish(_ store: SnapshotStore, _ run: RunInfo, scope: String = "s", state: String = "complete",
+                policy: RemovalPolicy = .init()) throws -> RemovalResult {
+        try store.finishScope(runID: run.id, source: "src", scope: scope, state: state, error: nil)
+        return try store.sweepScope(runID: run.id, source: "src", scope: scope, removal: policy)
+    }
+
     func page(_ run: RunInfo, _ records: [Catalog.Record], scope: String = "s", page: Int = 0) -> PageInput {
         PageInput(runID: run.id, source: "src", scope: scope, page: page, records: records)
     }
@@ -23,13 +31,13 @@ import TestSupport
         let first = try await store.apply(page(run1, (1...50).map { podcast($0) }))
         #expect(first.added == 50)
         #expect(first.recordRowsWritten == 50)
-        _ = try store.finishScope(runID: run1.id, source: "src", scope: "s", state: "complete", error: nil, removal: .init())
+        try finish(store, run1)
         try store.finishRun(run1.id, status: .ok, message: nil, at: Date(timeIntervalSince1970: 1))
 
         let run2 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 2), simulated: false)
         let second = try await store.apply(page(run2, (1...50).map { podcast($0) }))
         #expect(second == PageResult(added: 0, changed: 0, unchanged: 50, duplicates: 0, recordRowsWritten: 0))
-        let removal = try store.finishScope(runID: run2.id, source: "src", scope: "s", state: "complete", error: nil, removal: .init())
+        let removal = try finish(store, run2)
         #expect(removal.recordRowsWritten == 0)
         #expect(try store.changes(runID: run2.id).isEmpty)
     }
@@ -68,7 +76,7 @@ import TestSupport
         func night(_ keys: [Int], state: String = "complete") async throws -> RemovalResult {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
             _ = try await store.apply(page(run, keys.map { podcast($0) }))
-            let result = try store.finishScope(runID: run.id, source: "src", scope: "s", state: state, error: nil, removal: policy)
+            let result = try finish(store, run, state: state, policy: policy)
             try store.finishRun(run.id, status: .ok, message: nil, at: Date())
             return result
         }
@@ -90,10 +98,49 @@ import TestSupport
         for keys in [[1, 2], [1], [1, 2], [1]] {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
             _ = try await store.apply(page(run, keys.map { podcast($0) }))
-            let result = try store.finishScope(runID: run.id, source: "src", scope: "s", state: "complete", error: nil, removal: policy)
+            let result = try finish(store, run, policy: policy)
             #expect(result.removed == 0)
             try store.finishRun(run.id, status: .ok, message: nil, at: Date())
         }
+    }
+
+    /// A record that moved to another scope of the same source is not removed
+    /// from its old scope, whatever order the scopes finish in.
+    @Test func aRecordThatMovedScopesIsChangedNotRemoved() async throws {
+        let store = try SnapshotStore(path: path)
+        let policy = RemovalPolicy(afterMisses: 1, maxRatio: 1)
+        let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run1, [podcast(1), podcast(2, name: "News")], scope: "news"))
+        _ = try await store.apply(page(run1, [podcast(3)], scope: "history"))
+        try finish(store, run1, scope: "news", policy: policy)
+        try finish(store, run1, scope: "history", policy: policy)
+        try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
+
+        let run2 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run2, [podcast(1)], scope: "news"))
+        try store.finishScope(runID: run2.id, source: "src", scope: "news", state: "complete", error: nil)
+        let moved = try await store.apply(page(run2, [podcast(3), podcast(2, name: "History")], scope: "history"))
+        try store.finishScope(runID: run2.id, source: "src", scope: "history", state: "complete", error: nil)
+        #expect(moved.changed == 1)
+        let swept = try store.sweepScope(runID: run2.id, source: "src", scope: "news", removal: policy)
+        #expect(swept.removed == 0)
+        #expect(try store.changes(runID: run2.id).map(\.op) == ["changed"])
+    }
+
+    @Test func aScopeIsSweptOnlyOncePerRun() async throws {
+        let store = try SnapshotStore(path: path)
+        let policy = RemovalPolicy(afterMisses: 3, maxRatio: 1)
+        let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run1, [podcast(1), podcast(2)]))
+        try finish(store, run1, policy: policy)
+        try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
+        let run2 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run2, [podcast(1)]))
+        #expect(try finish(store, run2, policy: policy).pending == 1)
+        // A resumed run sweeping again must not count the miss twice.
+        #expect(try store.sweepScope(runID: run2.id, source: "src", scope: "s", removal: policy) == RemovalResult())
+        let misses = try await store.reader.read { db in try Int.fetchOne(db, sql: "SELECT count FROM misses") }
+        #expect(misses == 1)
     }
 
     @Test func removalGuardRefusesToEmptyAScope() async throws {
@@ -104,7 +151,7 @@ import TestSupport
         try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
         let run2 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run2, (1...50).map { podcast($0) }))
-        let result = try store.finishScope(runID: run2.id, source: "src", scope: "s", state: "complete", error: nil, removal: policy)
+        let result = try finish(store, run2, policy: policy)
         #expect(result.removed == 0)
         #expect(result.guardWarning != nil)
         #expect(try store.records().count == 100)

@@ -73,8 +73,11 @@ import TestSupport
         let text = response.text
         #expect(text.hasPrefix("\n\n\n{\n \"resultCount\":3,\n \"results\": [\n{\"wrapperType\":\"track\", \"kind\":\"podcast\", "))
         #expect(text.hasSuffix("}]\n}\n\n\n\n"))
+        // "{", the count, "results": [, one line per row (the last one closing
+        // the array), and "}".
         let lines = text.split(separator: "\n")
-        #expect(lines.count == 6, "header, count, results, one line per row… \(lines.count)")
+        #expect(lines.count == 4 + 3)
+        #expect(lines[3].hasPrefix("{") && lines[3].hasSuffix("},") && lines[5].hasSuffix("}]"))
         #expect(text.contains("\"collectionPrice\":0.00, "))
         let row = try #require(try searchResults(world, night: 1, [("term", "tech"), ("media", "podcast")],
                                                  baseURL: "http://127.0.0.1:4242").rows.first)

@@ -13,7 +13,10 @@ import TestSupport
 @Suite struct EndToEndTests {
     let directory = TestPaths.temporaryDirectory("e2e")
     static let seed: UInt64 = 7
-    static let simulator = SimulatorConfig(seed: seed, podcastCount: 400, productCount: 300)
+    /// Churn high enough that each of added, changed and removed is non-empty
+    /// within the searched terms on night 2.
+    static let simulator = SimulatorConfig(seed: seed, podcastCount: 400, productCount: 300,
+                                           churn: Churn(changed: 0.10, added: 0.03, removed: 0.03))
 
     var jobYAML: String {
         """
@@ -24,6 +27,9 @@ import TestSupport
           seed: \(Self.seed)
           podcasts: \(Self.simulator.podcastCount)
           products: \(Self.simulator.productCount)
+          changed: \(Self.simulator.churn.changed)
+          added: \(Self.simulator.churn.added)
+          removed: \(Self.simulator.churn.removed)
         sources:
           - name: market
             kind: marketplace
@@ -31,7 +37,7 @@ import TestSupport
             removal: { afterMisses: 1, maxRatio: 0.5 }
           - name: podcasts
             kind: itunes-search
-            terms: [news, history]
+            terms: [news, history, science, comedy]
             pageSize: 50
             removal: { afterMisses: 1, maxRatio: 0.5 }
         exports:
@@ -83,6 +89,19 @@ import TestSupport
         #expect(Set(changes.filter { $0.op == "added" }.map(\.key)) == truth.added)
         #expect(Set(changes.filter { $0.op == "changed" }.map(\.key)) == truth.changed)
         #expect(Set(changes.filter { $0.op == "removed" }.map(\.key)) == truth.removed)
+
+        // The search source sees the podcasts its terms match: its truth is the
+        // simulator's own diff of those result sets.
+        let searchTruth = world.searchDiff(terms: ["news", "history", "science", "comedy"], night: 2)
+        let podcasts = try source(second, "podcasts")
+        #expect(podcasts.added == searchTruth.added.count)
+        #expect(podcasts.changed == searchTruth.changed.count)
+        #expect(podcasts.removed == searchTruth.removed.count)
+        let podcastChanges = try store.changes(runID: second.runID).filter { $0.source == "podcasts" }
+        #expect(Set(podcastChanges.filter { $0.op == "added" }.map(\.key)) == searchTruth.added)
+        #expect(Set(podcastChanges.filter { $0.op == "changed" }.map(\.key)) == searchTruth.changed)
+        #expect(Set(podcastChanges.filter { $0.op == "removed" }.map(\.key)) == searchTruth.removed)
+        #expect(!searchTruth.added.isEmpty && !searchTruth.changed.isEmpty && !searchTruth.removed.isEmpty)
 
         // Rows written, counted by SQLite, are exactly added + changed + removed.
         for report in second.sources {
