@@ -109,6 +109,7 @@ let package = Package(
             dependencies: [
                 "SyncEngine", "TestSupport", "CLibXML2",
                 .product(name: "CSV", package: "CSV.swift"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -2,6 +2,7 @@ import CLibXML2
 import CSV
 import Catalog
 import Foundation
+import Logging
 import GRDB
 import Snapshot
 import StoreSim
@@ -65,7 +66,7 @@ import TestSupport
     @Test func secondNightWritesExactlyWhatTheWorldChanged() async throws {
         let job = try job()
         let world = World(config: Self.simulator)
-        let runner = Runner(job: job)
+        let runner = Runner(job: job, logger: .quiet)
 
         let first = try await runner.run()
         #expect(first.outcome == .ok, "\(first.summaryText)")
@@ -125,8 +126,8 @@ import TestSupport
 
     @Test func exportsParseWithRealParsers() async throws {
         let job = try job()
-        _ = try await Runner(job: job).run()
-        let report = try await Runner(job: job).run()
+        _ = try await Runner(job: job, logger: .quiet).run()
+        let report = try await Runner(job: job, logger: .quiet).run()
         let out = URL(fileURLWithPath: job.outputDirectory)
         let store = try SnapshotStore(path: job.storePath)
 
@@ -171,7 +172,7 @@ import TestSupport
                                                 withIntermediateDirectories: true)
         let lock = try RunLock(storePath: job.storePath)
         do {
-            _ = try await Runner(job: job).run()
+            _ = try await Runner(job: job, logger: .quiet).run()
             Issue.record("the run should have been refused")
         } catch {
             guard case .locked = error else {
