@@ -168,7 +168,8 @@ public struct MarketplaceSettings: Sendable, Equatable {
     }
 }
 
-/// One output of a job. Paths are relative to the job's output folder.
+/// One output of a job. Paths are relative to the job's output folder and
+/// may hold the template variables of ``PathTemplate``.
 public enum ExportSpec: Sendable, Equatable {
     /// A consumer SQLite database with one typed table per entity.
     case sqlite(path: String)
@@ -176,8 +177,83 @@ public enum ExportSpec: Sendable, Equatable {
     case csvTables(directory: String, options: CSVExportOptions)
     /// The changes of the run (one row per changed field).
     case csvChanges(path: String, options: CSVExportOptions)
-    /// An RSS 2.0 podcast feed with the `itunes:` namespace.
-    case podcastRSS(PodcastFeedSpec)
+    /// An RSS 2.0 and/or Atom 1.0 feed of one kind, optionally one per genre or country.
+    case feed(FeedExportSpec)
+    /// OPML lists of podcast feed URLs, importable into podcast apps.
+    case opml(OPMLExportSpec)
+    /// The run's JSON summary.
+    case runReport(path: String)
+    /// The run's metrics in Prometheus text format (node_exporter textfile collector).
+    case metrics(path: String)
+
+    /// Reports describe the finished run, so they are written after the data exports.
+    public var isReport: Bool {
+        switch self {
+        case .runReport, .metrics: true
+        default: false
+        }
+    }
+}
+
+/// What a feed lists.
+public enum FeedKind: String, Sendable, CaseIterable {
+    /// Podcasts by their latest episode date, newest first.
+    case podcastsUpdated = "podcasts-updated"
+    /// Podcasts first seen most recently (by the run that added them).
+    case podcastsNew = "podcasts-new"
+    /// Podcast episodes by release date, newest first.
+    case episodesNew = "episodes-new"
+    /// Songs, albums and other music by release date, newest first.
+    case musicNew = "music-new"
+    /// Marketplace listings first seen most recently.
+    case listingsNew = "listings-new"
+    /// Marketplace listings whose price went down in recent runs.
+    case priceDrops = "price-drops"
+    /// What changed in this run: one item per added, changed or removed record.
+    case changes
+
+    /// Whether items carry podcast metadata (`itunes:` elements in RSS).
+    public var isPodcast: Bool { self == .podcastsUpdated || self == .podcastsNew || self == .episodesNew }
+}
+
+public struct FeedExportSpec: Sendable, Equatable {
+    public var kind: FeedKind
+    /// RSS 2.0 file (template), if wanted.
+    public var rssPath: String?
+    /// Atom 1.0 file (template), if wanted.
+    public var atomPath: String?
+    /// Template, e.g. `New {genre} podcasts`.
+    public var title: String
+    /// Public URL the RSS file is served at (template); the Atom file's is derived from `atomURL` or this.
+    public var selfURL: String
+    public var atomURL: String?
+    public var link: String
+    public var description: String
+    public var limit: Int
+
+    public init(kind: FeedKind, rssPath: String?, atomPath: String?, title: String, selfURL: String, atomURL: String? = nil,
+                link: String, description: String, limit: Int = 100) {
+        self.kind = kind
+        self.rssPath = rssPath
+        self.atomPath = atomPath
+        self.title = title
+        self.selfURL = selfURL
+        self.atomURL = atomURL
+        self.link = link
+        self.description = description
+        self.limit = limit
+    }
+}
+
+public struct OPMLExportSpec: Sendable, Equatable {
+    /// Template: with `{genre}`, one file per genre; without, one file with an outline per genre.
+    public var path: String
+    public var title: String
+
+    public init(path: String, title: String) {
+        self.path = path
+        self.title = title
+    }
 }
 
 public struct CSVExportOptions: Sendable, Equatable {
@@ -194,21 +270,3 @@ public struct CSVExportOptions: Sendable, Equatable {
     }
 }
 
-public struct PodcastFeedSpec: Sendable, Equatable {
-    public var path: String
-    public var title: String
-    /// Public address of the feed itself (`atom:link rel="self"`).
-    public var selfURL: String
-    public var link: String
-    public var description: String
-    public var limit: Int
-
-    public init(path: String, title: String, selfURL: String, link: String, description: String, limit: Int = 100) {
-        self.path = path
-        self.title = title
-        self.selfURL = selfURL
-        self.link = link
-        self.description = description
-        self.limit = limit
-    }
-}

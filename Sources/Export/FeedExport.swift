@@ -3,26 +3,247 @@ import Foundation
 import GRDB
 import Snapshot
 
-/// RSS feeds over the snapshot.
+/// Feeds and OPML over the snapshot: which records a feed lists, how they
+/// are grouped into files by template, and how a record becomes an item.
 enum FeedExport {
-    /// The newest podcasts (by their latest episode date) as an RSS 2.0 feed.
-    static func writePodcastFeed(_ spec: PodcastFeedSpec, context: ExportContext) throws -> ExportedFile {
-        let url = context.url(spec.path)
-        let items: [FeedItem] = try context.store.reader.read { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT key, payload FROM records WHERE entity = 'podcast'
-                ORDER BY json_extract(payload, '$.releaseDate') DESC, key LIMIT ?
-                """, arguments: [spec.limit])
-            return rows.compactMap { row in
-                guard let fields = try? JSONParser.parse(Array((row["payload"] as String).utf8)) else { return nil }
-                return podcastItem(key: row["key"], fields: fields, fallbackDate: context.runDate)
+    /// One file's worth of items and the template values that name it.
+    struct Group {
+        var values: [String: String]
+        var items: [FeedItem]
+    }
+
+    /// A candidate record with the fields grouping needs.
+    struct Candidate {
+        var entity: String
+        var key: String
+        var fields: JSONValue
+        var date: Date?
+        var extra: [String: String] = [:]
+    }
+
+    static func write(_ spec: FeedExportSpec, context: ExportContext) throws -> [ExportedFile] {
+        let template = spec.rssPath ?? spec.atomPath ?? ""
+        let grouping = PathTemplate.variables(in: template).intersection(["genre", "country"])
+        var files: [ExportedFile] = []
+        for group in try groups(spec, grouping: grouping, context: context) {
+            var values = group.values
+            values["date"] = dateStamp(context.runDate)
+            values["job"] = context.jobName
+            let title = rawExpand(spec.title, values)
+            let channel = FeedChannel(
+                title: title, link: PathTemplate.expand(spec.link, values),
+                description: rawExpand(spec.description, values), language: "en-us",
+                selfURL: PathTemplate.expand(spec.selfURL, values), lastBuildDate: context.runDate, generator: "storesync")
+            if let rss = spec.rssPath {
+                let url = try PathTemplate.resolve(rss, values: values, inside: context.outputDirectory)
+                let result = try FeedWriters.writeRSS(channel: channel, items: group.items, podcast: spec.kind.isPodcast, to: url)
+                files.append(ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount))
+            }
+            if let atom = spec.atomPath {
+                let url = try PathTemplate.resolve(atom, values: values, inside: context.outputDirectory)
+                var atomChannel = channel
+                atomChannel.selfURL = PathTemplate.expand(spec.atomURL ?? spec.selfURL, values)
+                let result = try FeedWriters.writeAtom(channel: atomChannel, items: group.items, to: url)
+                files.append(ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount))
             }
         }
-        let channel = FeedChannel(
-            title: spec.title, link: spec.link, description: spec.description, language: "en-us",
-            selfURL: spec.selfURL, lastBuildDate: context.runDate, generator: "storesync")
-        let result = try PodcastFeedWriter().write(channel: channel, items: items, to: url)
-        return ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount)
+        return files
+    }
+
+    /// Titles are text, not file names: values go in as they are.
+    static func rawExpand(_ template: String, _ values: [String: String]) -> String {
+        values.reduce(template) { $0.replacingOccurrences(of: "{\($1.key)}", with: $1.value) }
+    }
+
+    static func dateStamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.string(from: date)
+    }
+
+    /// The feed's items, split into files by the template's `{genre}`/`{country}`;
+    /// a feed without those variables is one file (even with no items).
+    static func groups(_ spec: FeedExportSpec, grouping: Set<String>, context: ExportContext) throws -> [Group] {
+        let candidates = try select(spec.kind, context: context)
+        if grouping.isEmpty {
+            return [Group(values: [:], items: candidates.prefix(spec.limit).map { item(for: $0, kind: spec.kind, context: context) })]
+        }
+        var buckets: [[String: String]: [Candidate]] = [:]
+        for candidate in candidates {
+            var values: [String: String] = [:]
+            if grouping.contains("genre") { values["genre"] = genre(of: candidate.fields) }
+            if grouping.contains("country") { values["country"] = candidate.fields["country"]?.stringValue ?? "unknown" }
+            buckets[values, default: []].append(candidate)
+        }
+        return buckets
+            .sorted { $0.key.sorted(by: { $0.key < $1.key }).map(\.value).lexicographicallyPrecedes($1.key.sorted(by: { $0.key < $1.key }).map(\.value)) }
+            .map { Group(values: $0.key, items: $0.value.prefix(spec.limit).map { item(for: $0, kind: spec.kind, context: context) }) }
+    }
+
+    static func genre(of fields: JSONValue) -> String {
+        fields["primaryGenreName"]?.stringValue ?? fields["genres"]?.arrayValue?.first?.stringValue ?? "unknown"
+    }
+
+    /// Candidates in feed order (stable: ties broken by key).
+    static func select(_ kind: FeedKind, context: ExportContext) throws -> [Candidate] {
+        try context.store.reader.read { db in
+            func rows(_ sql: String, _ arguments: StatementArguments = []) throws -> [Candidate] {
+                try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in
+                    guard let fields = try? JSONParser.parse(Array((row["payload"] as String).utf8)) else { return nil }
+                    var candidate = Candidate(entity: row["entity"], key: row["key"], fields: fields, date: nil)
+                    if let seconds = row["run_started"] as Double? { candidate.date = Date(timeIntervalSince1970: seconds) }
+                    return candidate
+                }
+            }
+            switch kind {
+            case .podcastsUpdated:
+                return try rows("SELECT entity, key, payload FROM records WHERE entity = 'podcast' ORDER BY json_extract(payload, '$.releaseDate') DESC, key")
+            case .podcastsNew:
+                return try rows("""
+                    SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r JOIN runs ON runs.id = r.added_run
+                    WHERE r.entity = 'podcast' ORDER BY r.added_run DESC, json_extract(r.payload, '$.releaseDate') DESC, r.key
+                    """)
+            case .episodesNew:
+                return try rows("SELECT entity, key, payload FROM records WHERE entity = 'episode' ORDER BY json_extract(payload, '$.releaseDate') DESC, key")
+            case .musicNew:
+                return try rows("""
+                    SELECT entity, key, payload FROM records WHERE entity IN ('song', 'album', 'music-video')
+                    ORDER BY json_extract(payload, '$.releaseDate') DESC, entity, key
+                    """)
+            case .listingsNew:
+                return try rows("""
+                    SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r JOIN runs ON runs.id = r.added_run
+                    WHERE r.entity = 'listing' ORDER BY r.added_run DESC, json_extract(r.payload, '$.created_at') DESC, r.key
+                    """)
+            case .priceDrops:
+                // The latest price change of each listing still listed, if it went down.
+                var drops: [Candidate] = []
+                for row in try Row.fetchAll(db, sql: """
+                    SELECT r.key, r.payload, c.before, c.after, runs.started_at AS run_started
+                    FROM changes c JOIN records r ON r.source = c.source AND r.entity = c.entity AND r.key = c.key
+                    JOIN runs ON runs.id = c.run_id
+                    WHERE c.entity = 'listing' AND c.op = 'changed' AND c.field = 'price'
+                      AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.source = c.source AND c2.entity = c.entity
+                                  AND c2.key = c.key AND c2.field = 'price')
+                      AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
+                    ORDER BY c.run_id DESC, r.key
+                    """) {
+                    guard let fields = try? JSONParser.parse(Array((row["payload"] as String).utf8)) else { continue }
+                    drops.append(Candidate(entity: "listing", key: row["key"], fields: fields,
+                                           date: Date(timeIntervalSince1970: row["run_started"]),
+                                           extra: ["before": row["before"], "after": row["after"]]))
+                }
+                return drops
+            case .changes:
+                return try changeCandidates(db, context: context)
+            }
+        }
+    }
+
+    /// One item per record this run added, changed or removed.
+    static func changeCandidates(_ db: Database, context: ExportContext) throws -> [Candidate] {
+        var order: [String] = []
+        var byRecord: [String: Candidate] = [:]
+        for row in try Row.fetchAll(db, sql: """
+            SELECT c.source, c.entity, c.key, c.op, c.field, c.before, c.after, r.payload
+            FROM changes c LEFT JOIN records r ON r.source = c.source AND r.entity = c.entity AND r.key = c.key
+            WHERE c.run_id = ? ORDER BY c.source, c.entity, c.key, c.field
+            """, arguments: [context.runID]) {
+            let id = "\(row["source"] as String)|\(row["entity"] as String)|\(row["key"] as String)"
+            if byRecord[id] == nil {
+                let payload: String? = row["payload"] ?? row["before"]
+                let fields = payload.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .object([:])
+                byRecord[id] = Candidate(entity: row["entity"], key: row["key"], fields: fields, date: context.runDate,
+                                         extra: ["op": row["op"], "source": row["source"], "fields": ""])
+                order.append(id)
+            }
+            if let field = row["field"] as String? {
+                let line = "\(field): \(readable(row["before"])) → \(readable(row["after"]))"
+                let previous = byRecord[id]?.extra["fields"] ?? ""
+                byRecord[id]?.extra["fields"] = previous.isEmpty ? line : previous + "\n" + line
+            }
+        }
+        return order.compactMap { byRecord[$0] }
+    }
+
+    static func readable(_ json: String?) -> String {
+        guard let json else { return "(none)" }
+        if case .string(let s)? = try? JSONParser.parse(json) { return s }
+        return json
+    }
+
+    static func name(_ candidate: Candidate) -> String {
+        let f = candidate.fields
+        return f["trackName"]?.stringValue ?? f["collectionName"]?.stringValue ?? f["name"]?.stringValue
+            ?? f["artistName"]?.stringValue ?? "\(candidate.entity) \(candidate.key)"
+    }
+
+    /// A record as a feed item. GUIDs are stable across runs and renames, so
+    /// readers never see an item they already have as new.
+    static func item(for candidate: Candidate, kind: FeedKind, context: ExportContext) -> FeedItem {
+        let f = candidate.fields
+        let releaseDate = (f["releaseDate"] ?? f["created_at"])?.stringValue.flatMap(parseDate)
+        switch kind {
+        case .podcastsUpdated, .podcastsNew:
+            var item = podcastItem(key: candidate.key, fields: f, fallbackDate: context.runDate)
+            if kind == .podcastsNew, let date = candidate.date { item.pubDate = date }
+            return item
+        case .episodesNew:
+            var enclosure: FeedEnclosure?
+            if let url = f["episodeUrl"]?.stringValue {
+                let type = f["episodeContentType"]?.stringValue.map { $0 == "video" ? "video/mp4" : "audio/mpeg" } ?? "audio/mpeg"
+                enclosure = FeedEnclosure(url: url, length: f["episodeFileSize"]?.intValue ?? 0, type: type)
+            }
+            return FeedItem(
+                guid: f["episodeGuid"]?.stringValue ?? "storesync:episode:\(candidate.key)", title: name(candidate),
+                link: f["trackViewUrl"]?.stringValue, description: f["description"]?.stringValue ?? f["shortDescription"]?.stringValue ?? "",
+                pubDate: releaseDate ?? context.runDate, author: f["collectionName"]?.stringValue ?? f["artistName"]?.stringValue,
+                imageURL: f["artworkUrl600"]?.stringValue ?? f["artworkUrl160"]?.stringValue, enclosure: enclosure,
+                durationSeconds: f["trackTimeMillis"]?.intValue.map { Int($0 / 1000) })
+        case .musicNew:
+            let artist = f["artistName"]?.stringValue
+            var summary = [String]()
+            if let album = f["collectionName"]?.stringValue, candidate.entity == "song" { summary.append("From \(album).") }
+            if let genre = f["primaryGenreName"]?.stringValue { summary.append("Genre: \(genre).") }
+            return FeedItem(
+                guid: "storesync:\(candidate.entity):\(candidate.key)",
+                title: artist.map { "\(name(candidate)) — \($0)" } ?? name(candidate),
+                link: (f["trackViewUrl"] ?? f["collectionViewUrl"])?.stringValue, description: summary.joined(separator: " "),
+                pubDate: releaseDate ?? context.runDate, author: artist, imageURL: f["artworkUrl100"]?.stringValue)
+        case .listingsNew:
+            return FeedItem(
+                guid: "storesync:listing:\(candidate.key)", title: name(candidate), link: nil,
+                description: listingSummary(f), pubDate: candidate.date ?? releaseDate ?? context.runDate,
+                imageURL: f["thumbnail"]?.stringValue)
+        case .priceDrops:
+            let currency = f["currency"]?.stringValue ?? ""
+            let before = candidate.extra["before"] ?? "", after = candidate.extra["after"] ?? ""
+            return FeedItem(
+                // One item per drop: a later drop of the same listing is news again.
+                guid: "storesync:price-drop:\(candidate.key):\(after)", title: "\(name(candidate)): \(before) → \(after) \(currency)",
+                link: nil, description: listingSummary(f), pubDate: candidate.date ?? context.runDate,
+                imageURL: f["thumbnail"]?.stringValue)
+        case .changes:
+            let op = candidate.extra["op"] ?? "changed"
+            let fieldsText = candidate.extra["fields"] ?? ""
+            return FeedItem(
+                guid: "storesync:change:\(context.runID):\(candidate.extra["source"] ?? ""):\(candidate.entity):\(candidate.key)",
+                title: "\(op.capitalized) \(candidate.entity): \(name(candidate))", link: nil,
+                description: fieldsText.isEmpty ? "\(op.capitalized) in run \(context.runID)." : fieldsText,
+                pubDate: context.runDate)
+        }
+    }
+
+    static func listingSummary(_ f: JSONValue) -> String {
+        var parts: [String] = []
+        if let price = f["price"]?.doubleValue { parts.append("Price \(CanonicalJSON.numberText(price)) \(f["currency"]?.stringValue ?? "")") }
+        if let bargain = f["bargain_price"]?.doubleValue { parts.append("now \(CanonicalJSON.numberText(bargain))") }
+        if let stock = f["stock"]?.intValue { parts.append("stock \(stock)") }
+        var text = parts.joined(separator: ", ")
+        if let description = f["description"]?.stringValue, !description.isEmpty { text += text.isEmpty ? description : ". \(description)" }
+        return text
     }
 
     static func podcastItem(key: String, fields: JSONValue, fallbackDate: Date) -> FeedItem {
@@ -33,23 +254,57 @@ enum FeedExport {
         if let count = fields["trackCount"]?.intValue { summary.append("\(count) episodes.") }
         if let feed = fields["feedUrl"]?.stringValue { summary.append("Feed: \(feed)") }
         return FeedItem(
-            // Stable across runs and renames: readers must not see a renamed podcast as new.
             guid: "storesync:podcast:\(key)",
             title: name,
             link: fields["collectionViewUrl"]?.stringValue ?? fields["trackViewUrl"]?.stringValue,
             description: summary.joined(separator: " "),
-            pubDate: fields["releaseDate"]?.stringValue.flatMap(parseISO8601) ?? fallbackDate,
+            pubDate: fields["releaseDate"]?.stringValue.flatMap(parseDate) ?? fallbackDate,
             author: fields["artistName"]?.stringValue,
             imageURL: fields["artworkUrl600"]?.stringValue ?? fields["artworkUrl100"]?.stringValue,
             explicit: fields["trackExplicitness"]?.stringValue.map { $0 == "explicit" })
     }
 
-    /// iTunes dates are ISO 8601 with `Z`, sometimes with fractional seconds.
-    static func parseISO8601(_ text: String) -> Date? {
+    /// iTunes dates are ISO 8601 with `Z` (sometimes with fractions); the
+    /// marketplace's are local `yyyy-MM-ddTHH:mm:ss` (read as UTC).
+    static func parseDate(_ text: String) -> Date? {
         let plain = ISO8601DateFormatter()
         if let date = plain.date(from: text) { return date }
         let fractional = ISO8601DateFormatter()
         fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return fractional.date(from: text)
+        if let date = fractional.date(from: text) { return date }
+        return plain.date(from: String(text.prefix(19)) + "Z")
+    }
+
+    // MARK: OPML
+
+    /// Podcast feed URLs, by genre: with `{genre}` in the path one file per
+    /// genre, otherwise one file with an outline per genre.
+    static func writeOPML(_ spec: OPMLExportSpec, context: ExportContext) throws -> [ExportedFile] {
+        let podcasts = try select(.podcastsUpdated, context: context).filter { $0.fields["feedUrl"]?.stringValue != nil }
+        var byGenre: [String: [Candidate]] = [:]
+        for podcast in podcasts { byGenre[genre(of: podcast.fields), default: []].append(podcast) }
+        let groups = byGenre.keys.sorted().map { genre in
+            (genre: genre, feeds: byGenre[genre]!.sorted { name($0) == name($1) ? $0.key < $1.key : name($0) < name($1) })
+        }
+        var files: [ExportedFile] = []
+        let values = ["date": dateStamp(context.runDate), "job": context.jobName]
+        if PathTemplate.variables(in: spec.path).contains("genre") {
+            for group in groups {
+                let url = try PathTemplate.resolve(spec.path, values: values.merging(["genre": group.genre]) { $1 }, inside: context.outputDirectory)
+                let result = try FeedWriters.writeOPML(title: "\(spec.title): \(group.genre)", date: context.runDate,
+                                                       groups: [(group.genre, group.feeds.map(opmlFeed))], nested: false, to: url)
+                files.append(ExportedFile(path: url.path, bytes: result.bytes, rows: result.count))
+            }
+        } else {
+            let url = try PathTemplate.resolve(spec.path, values: values, inside: context.outputDirectory)
+            let result = try FeedWriters.writeOPML(title: spec.title, date: context.runDate,
+                                                   groups: groups.map { ($0.genre, $0.feeds.map(opmlFeed)) }, nested: true, to: url)
+            files.append(ExportedFile(path: url.path, bytes: result.bytes, rows: result.count))
+        }
+        return files
+    }
+
+    static func opmlFeed(_ candidate: Candidate) -> (title: String, xmlURL: String, htmlURL: String?) {
+        (name(candidate), candidate.fields["feedUrl"]?.stringValue ?? "", candidate.fields["collectionViewUrl"]?.stringValue)
     }
 }

@@ -25,6 +25,11 @@ public struct ExportContext: Sendable {
     func url(_ relative: String) -> URL {
         URL(fileURLWithPath: outputDirectory).appendingPathComponent(relative)
     }
+
+    /// Values for `{date}` and `{job}` in file-name templates.
+    var templateValues: [String: String] {
+        ["date": FeedExport.dateStamp(runDate), "job": jobName]
+    }
 }
 
 /// A file an export wrote.
@@ -50,8 +55,16 @@ public enum SnapshotExporter {
                     files += try CSVExport.writeTables(directory: context.url(directory), options: options, context: context)
                 case .csvChanges(let path, let options):
                     files.append(try CSVExport.writeChanges(to: context.url(path), options: options, context: context))
-                case .podcastRSS(let feed):
-                    files.append(try FeedExport.writePodcastFeed(feed, context: context))
+                case .feed(let feed):
+                    files += try FeedExport.write(feed, context: context)
+                case .opml(let opml):
+                    files += try FeedExport.writeOPML(opml, context: context)
+                case .runReport(let path):
+                    let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
+                    files.append(try RunReportExport.writeJSON(to: url, context: context))
+                case .metrics(let path):
+                    let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
+                    files.append(try RunReportExport.writeMetrics(to: url, context: context))
                 }
             } catch let error as StoreSyncError {
                 throw error
@@ -80,8 +93,8 @@ enum SQLiteExport {
     static func write(to url: URL, context: ExportContext) throws -> ExportedFile {
         let directory = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())")
-        try? FileManager.default.removeItem(at: temporary)
+        // A name no other writer uses, like AtomicFile's temporaries.
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         var rows = 0
         do {
             let queue = try DatabaseQueue(path: temporary.path)

@@ -24,6 +24,7 @@ public struct RunRow: Sendable, Equatable {
     public var status: String
     public var attempts: Int
     public var message: String?
+    public var totals: RunTotals
 }
 
 extension SnapshotStore {
@@ -68,14 +69,41 @@ extension SnapshotStore {
     public func runs(limit: Int = 20) throws(StoreSyncError) -> [RunRow] {
         try wrap {
             try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY id DESC LIMIT ?", arguments: [limit]).map { row in
-                    RunRow(id: row["id"], job: row["job"], night: row["night"],
-                           startedAt: Date(timeIntervalSince1970: row["started_at"]),
-                           finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-                           status: row["status"], attempts: row["attempts"], message: row["message"])
-                }
+                try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY id DESC LIMIT ?", arguments: [limit]).map(Self.runRow)
             }
         }
+    }
+
+    /// One run by id.
+    public func run(_ id: Int64) throws(StoreSyncError) -> RunRow? {
+        try wrap {
+            try pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).map(Self.runRow) }
+        }
+    }
+
+    static func runRow(_ row: Row) -> RunRow {
+        RunRow(id: row["id"], job: row["job"], night: row["night"],
+               startedAt: Date(timeIntervalSince1970: row["started_at"]),
+               finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+               status: row["status"], attempts: row["attempts"], message: row["message"], totals: totals(row))
+    }
+
+    static func totals(_ row: Row) -> RunTotals {
+        var totals = RunTotals()
+        totals.requests = row["requests"]
+        totals.retries = row["retries"]
+        totals.throttled = row["throttled"]
+        totals.notModified = row["not_modified"]
+        totals.failures = row["failures"]
+        totals.seconds = row["seconds"] ?? 0
+        totals.warnings = strings(row["warnings"])
+        totals.errors = strings(row["errors"])
+        return totals
+    }
+
+    static func strings(_ json: String?) -> [String] {
+        guard let json, let list = try? JSONParser.parse(json).arrayValue else { return [] }
+        return list.compactMap(\.stringValue)
     }
 
     /// Every current record of a source (or all sources), by entity then key.

@@ -98,6 +98,18 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v2: run totals for reports") { db in
+            try db.execute(sql: """
+                ALTER TABLE runs ADD COLUMN requests INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE runs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE runs ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE runs ADD COLUMN not_modified INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE runs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE runs ADD COLUMN seconds REAL;
+                ALTER TABLE runs ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]';
+                ALTER TABLE runs ADD COLUMN errors TEXT NOT NULL DEFAULT '[]';
+                """)
+        }
         return migrator
     }
 }

@@ -86,6 +86,20 @@ public struct ScopeCheckpoint: Sendable, Equatable {
     }
 }
 
+/// Whole-run counters that do not belong to one page.
+public struct RunTotals: Sendable, Equatable {
+    public var requests = 0
+    public var retries = 0
+    public var throttled = 0
+    public var notModified = 0
+    public var failures = 0
+    public var seconds = 0.0
+    public var warnings: [String] = []
+    public var errors: [String] = []
+
+    public init() {}
+}
+
 /// Per-source counters of one run.
 public struct SourceCounts: Sendable, Equatable {
     public var source: String
@@ -201,6 +215,23 @@ public final class SnapshotStore: Sendable {
 
     func seenSnapshot(source: String) -> Set<RecordIdentity> {
         seen.withLock { $0[source] ?? [] }
+    }
+
+    /// Records the run's request counters, duration and messages for reports.
+    public func recordTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: """
+                    UPDATE runs SET requests = ?, retries = ?, throttled = ?, not_modified = ?, failures = ?,
+                        seconds = ?, warnings = ?, errors = ? WHERE id = ?
+                    """, arguments: [totals.requests, totals.retries, totals.throttled, totals.notModified, totals.failures,
+                                     totals.seconds, Self.jsonList(totals.warnings), Self.jsonList(totals.errors), runID])
+            }
+        }
+    }
+
+    static func jsonList(_ items: [String]) -> String {
+        CanonicalJSON.string(.array(items.map(JSONValue.string)))
     }
 
     public func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date) throws(StoreSyncError) {

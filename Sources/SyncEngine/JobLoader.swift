@@ -341,8 +341,23 @@ struct NodeReader {
         return SourceSpec(name: name, kind: kind, baseURL: baseURL, removal: removal, settings: settings)
     }
 
-    static let exportKinds = ["sqlite", "csv", "changes-csv", "podcast-rss"]
+    static let exportKinds = ["sqlite", "csv", "changes-csv", "feed", "opml", "run-report", "metrics"]
     static let csvKeys = ["delimiter", "bom", "crlf", "neutralizeFormulas"]
+
+    /// A relative path whose template variables are known (and, when
+    /// `allowed` is given, among those that make sense for this export).
+    mutating func template(_ fields: Fields, _ key: String, path: String, default fallback: String?,
+                           allowed: Set<String> = Set(PathTemplate.variables)) -> String? {
+        guard let text = relativePath(fields, key, path: path, default: fallback) else { return nil }
+        let unknown = PathTemplate.variables(in: text).subtracting(allowed)
+        if !unknown.isEmpty {
+            issue(value(fields, key), join(path, key),
+                  "unknown template variable(s) \(unknown.sorted().map { "{\($0)}" }.joined(separator: ", ")); "
+                  + "allowed here: \(allowed.sorted().map { "{\($0)}" }.joined(separator: ", "))")
+            return nil
+        }
+        return text
+    }
 
     mutating func csvOptions(_ fields: Fields, path: String) -> CSVExportOptions {
         var options = CSVExportOptions()
@@ -374,18 +389,45 @@ struct NodeReader {
             checkKeys(fields, path: path, allowed: ["kind", "path"] + Self.csvKeys)
             let options = csvOptions(fields, path: path)
             return relativePath(fields, "path", path: path, default: "changes.csv").map { .csvChanges(path: $0, options: options) }
-        case "podcast-rss":
-            checkKeys(fields, path: path, allowed: ["kind", "path", "title", "selfURL", "link", "description", "limit"])
-            let file = relativePath(fields, "path", path: path, default: nil)
+        case "feed":
+            checkKeys(fields, path: path, allowed: ["kind", "feed", "rss", "atom", "title", "selfURL", "atomURL", "link",
+                                                    "description", "limit"])
+            guard let feedName = string(fields, "feed", path: path, required: true) else { return nil }
+            guard let feedKind = FeedKind(rawValue: feedName) else {
+                issue(value(fields, "feed"), join(path, "feed"),
+                      "unknown feed '\(feedName)'; one of \(FeedKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                return nil
+            }
+            // Per-genre and per-country files only make sense for catalog feeds.
+            let groupable: Set<String> = feedKind == .changes ? ["date", "job"] : Set(PathTemplate.variables)
+            let rss = value(fields, "rss") == nil ? nil : template(fields, "rss", path: path, default: nil, allowed: groupable)
+            let atom = value(fields, "atom") == nil ? nil : template(fields, "atom", path: path, default: nil, allowed: groupable)
+            if value(fields, "rss") == nil && value(fields, "atom") == nil {
+                issue(anchor(fields), join(path, "rss"), "a feed needs an rss file, an atom file, or both")
+            }
+            if let rss, let atom, PathTemplate.variables(in: rss) != PathTemplate.variables(in: atom) {
+                issue(value(fields, "atom"), join(path, "atom"), "must use the same template variables as rss")
+            }
+            let selfURL = string(fields, "selfURL", path: path)
+            if selfURL == nil { issue(anchor(fields), join(path, "selfURL"), "is required: the public URL the feed will be served at (may use the same {variables})") }
+            let title = string(fields, "title", path: path) ?? feedKind.rawValue
+            let spec = FeedExportSpec(
+                kind: feedKind, rssPath: rss, atomPath: atom, title: title, selfURL: selfURL ?? "",
+                atomURL: string(fields, "atomURL", path: path), link: string(fields, "link", path: path) ?? selfURL ?? "",
+                description: string(fields, "description", path: path) ?? title,
+                limit: int(fields, "limit", path: path, range: 1...100_000) ?? 100)
+            return selfURL == nil || (rss == nil && atom == nil) ? nil : .feed(spec)
+        case "opml":
+            checkKeys(fields, path: path, allowed: ["kind", "path", "title"])
+            let file = template(fields, "path", path: path, default: "podcasts.opml", allowed: ["genre", "date", "job"])
             let title = string(fields, "title", path: path) ?? "Podcasts"
-            let selfURL = url(fields, "selfURL", path: path)
-            if value(fields, "selfURL") == nil { issue(anchor(fields), join(path, "selfURL"), "is required: the public URL the feed will be served at") }
-            let link = url(fields, "link", path: path)?.absoluteString ?? selfURL?.absoluteString ?? ""
-            let description = string(fields, "description", path: path) ?? title
-            let limit = int(fields, "limit", path: path, range: 1...100_000) ?? 100
-            guard let file, let selfURL else { return nil }
-            return .podcastRSS(PodcastFeedSpec(path: file, title: title, selfURL: selfURL.absoluteString, link: link,
-                                               description: description, limit: limit))
+            return file.map { .opml(OPMLExportSpec(path: $0, title: title)) }
+        case "run-report":
+            checkKeys(fields, path: path, allowed: ["kind", "path"])
+            return template(fields, "path", path: path, default: "report.json", allowed: ["date", "job"]).map { .runReport(path: $0) }
+        case "metrics":
+            checkKeys(fields, path: path, allowed: ["kind", "path"])
+            return template(fields, "path", path: path, default: "storesync.prom", allowed: ["job"]).map { .metrics(path: $0) }
         default:
             issue(value(fields, "kind"), join(path, "kind"), "unknown export kind '\(kind)'; one of \(Self.exportKinds.joined(separator: ", "))")
             return nil

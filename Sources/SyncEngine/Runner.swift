@@ -130,11 +130,30 @@ public struct Runner: Sendable {
         // runs table shows this run as it ended; a failed export downgrades it.
         try store.finishRun(run.id, status: RunStatus(rawValue: outcome.rawValue) ?? .failed,
                             message: (errors + warnings).first, at: options.now())
+        let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
+                                    outputDirectory: job.outputDirectory)
         var exported: [ExportedFile] = []
         do {
-            let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
-                                        outputDirectory: job.outputDirectory)
-            exported = try SnapshotExporter.export(job.exports, context: context, logger: logger)
+            exported = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
+        } catch {
+            errors.append(error.description)
+            outcome = .failed
+            try store.finishRun(run.id, status: .failed, message: error.description, at: options.now())
+        }
+        // Reports describe the run as it ended, exports included.
+        let stats = fetcher.stats
+        var totals = RunTotals()
+        totals.requests = stats.requests
+        totals.retries = stats.retries
+        totals.throttled = stats.throttled
+        totals.notModified = stats.notModified
+        totals.failures = stats.failures
+        totals.seconds = clock.now() - started
+        totals.warnings = warnings
+        totals.errors = errors
+        try store.recordTotals(run.id, totals)
+        do {
+            exported += try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
         } catch {
             errors.append(error.description)
             outcome = .failed

@@ -48,10 +48,15 @@ import TestSupport
             directory: csv
           - kind: changes-csv
             path: changes.csv
-          - kind: podcast-rss
-            path: feeds/podcasts.xml
+          - kind: feed
+            feed: podcasts-updated
+            rss: feeds/podcasts.xml
             title: "Top <podcasts> & more"
             selfURL: https://example.com/podcasts.xml
+          - kind: run-report
+            path: report.json
+          - kind: metrics
+            path: storesync.prom
         """
     }
 

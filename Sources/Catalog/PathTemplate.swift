@@ -1,0 +1,67 @@
+import Foundation
+
+/// File names built from templates such as `feeds/{genre}-{date}.xml`.
+///
+/// Values come from crawled data (a genre name is whatever the API sent), so
+/// each value is reduced to a safe file-name fragment and the final path is
+/// checked to stay inside the export folder (Invariant 7).
+public enum PathTemplate {
+    /// The variables a template may use.
+    public static let variables = ["genre", "country", "date", "job"]
+
+    /// Variables in `template`, e.g. `["genre"]`.
+    public static func variables(in template: String) -> Set<String> {
+        var found = Set<String>()
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            found.insert(String(rest[rest.index(after: open)..<close]))
+            rest = rest[rest.index(after: close)...]
+        }
+        return found
+    }
+
+    /// A value as a file-name fragment: letters, digits, `.`, `_` and `-`
+    /// only (others become `-`), no leading or trailing dots or dashes, at
+    /// most 80 bytes; an empty result becomes `unknown`.
+    public static func sanitize(_ value: String) -> String {
+        var out = ""
+        var lastWasDash = false
+        for scalar in value.unicodeScalars {
+            let allowed = (scalar.properties.isAlphabetic || scalar.properties.numericType != nil) && scalar.value > 0x7F
+                || ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+                || scalar == "." || scalar == "_"
+            if allowed {
+                out.unicodeScalars.append(scalar)
+                lastWasDash = false
+            } else if !lastWasDash {
+                out.append("-")
+                lastWasDash = true
+            }
+        }
+        while let first = out.first, first == "." || first == "-" { out.removeFirst() }
+        while let last = out.last, last == "." || last == "-" { out.removeLast() }
+        while out.utf8.count > 80 { out.removeLast() }
+        return out.isEmpty ? "unknown" : out
+    }
+
+    /// Expands `template` with sanitised `values`; unknown variables are left as written.
+    public static func expand(_ template: String, _ values: [String: String]) -> String {
+        var out = template
+        for (name, value) in values {
+            out = out.replacingOccurrences(of: "{\(name)}", with: sanitize(value))
+        }
+        return out
+    }
+
+    /// Expands `template` into a path inside `directory`, or throws if the result would leave it.
+    public static func resolve(_ template: String, values: [String: String], inside directory: String) throws(StoreSyncError) -> URL {
+        let relative = expand(template, values)
+        let base = URL(fileURLWithPath: directory).standardizedFileURL
+        let url = base.appendingPathComponent(relative).standardizedFileURL
+        let basePath = base.path.hasSuffix("/") ? base.path : base.path + "/"
+        guard url.path.hasPrefix(basePath), !relative.hasPrefix("/") else {
+            throw .exportFailed(path: relative, reason: "the file name leaves the export folder \(directory); refused")
+        }
+        return url
+    }
+}

@@ -1,0 +1,182 @@
+import Catalog
+import Foundation
+import GRDB
+import Snapshot
+
+/// The per-run report (JSON) and the Prometheus textfile, both built from what
+/// the store recorded about the run, so `storesync export` rewrites them alike.
+enum RunReportExport {
+    /// The exit code a run's status maps to (README: 0 ok, 1 failed, 2 partial).
+    static func exitCode(_ status: String) -> Int {
+        switch status {
+        case "ok": 0
+        case "partial": 2
+        default: 1
+        }
+    }
+
+    struct EntityCounts {
+        var added = 0, changed = 0, removed = 0, records = 0
+    }
+
+    struct Facts {
+        var run: RunRow
+        var sources: [SourceCounts]
+        /// source → entity → counts (changes of this run, records now).
+        var entities: [String: [String: EntityCounts]]
+    }
+
+    static func facts(_ context: ExportContext) throws -> Facts {
+        guard let run = try context.store.run(context.runID) else {
+            throw StoreSyncError.exportFailed(path: "run report", reason: "run \(context.runID) is not in the snapshot")
+        }
+        let sources = try context.store.sourceCounts(runID: context.runID)
+        let entities = try context.store.reader.read { db in
+            var entities: [String: [String: EntityCounts]] = [:]
+            // A changed record logs one row per field: count records, not rows.
+            for row in try Row.fetchAll(db, sql: """
+                SELECT source, entity, op, count(DISTINCT key) AS n FROM changes WHERE run_id = ? GROUP BY source, entity, op
+                """, arguments: [context.runID]) {
+                let n: Int = row["n"]
+                switch row["op"] as String {
+                case "added": entities[row["source"], default: [:]][row["entity"], default: .init()].added = n
+                case "changed": entities[row["source"], default: [:]][row["entity"], default: .init()].changed = n
+                default: entities[row["source"], default: [:]][row["entity"], default: .init()].removed = n
+                }
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT source, entity, count(*) AS n FROM records GROUP BY source, entity") {
+                entities[row["source"], default: [:]][row["entity"], default: .init()].records = row["n"]
+            }
+            return entities
+        }
+        return Facts(run: run, sources: sources, entities: entities)
+    }
+
+    static func iso(_ date: Date?) -> JSONValue {
+        guard let date else { return .null }
+        return .string(ISO8601DateFormatter().string(from: date))
+    }
+
+    /// The JSON summary: counts per source and entity, requests, 304s,
+    /// retries, throttles, durations, warnings, errors and the exit status.
+    static func writeJSON(to url: URL, context: ExportContext) throws -> ExportedFile {
+        let facts = try facts(context)
+        let run = facts.run
+        let sources: [JSONValue] = facts.sources.map { c in
+            let entities = (facts.entities[c.source] ?? [:]).mapValues { e -> JSONValue in
+                .object(["added": .int(Int64(e.added)), "changed": .int(Int64(e.changed)),
+                         "removed": .int(Int64(e.removed)), "records": .int(Int64(e.records))])
+            }
+            return .object([
+                "name": .string(c.source), "pages": .int(Int64(c.pages)), "requests": .int(Int64(c.requests)),
+                "added": .int(Int64(c.added)), "changed": .int(Int64(c.changed)), "unchanged": .int(Int64(c.unchanged)),
+                "removed": .int(Int64(c.removed)), "skippedRows": .int(Int64(c.skipped)),
+                "recordRowsWritten": .int(Int64(c.recordRowsWritten)), "seconds": .double(c.seconds),
+                "entities": .object(entities),
+            ])
+        }
+        let document: JSONValue = .object([
+            "job": .string(run.job), "run": .int(run.id), "night": run.night.map { .int(Int64($0)) } ?? .null,
+            "status": .string(run.status), "exitCode": .int(Int64(exitCode(run.status))),
+            "attempts": .int(Int64(run.attempts)),
+            "startedAt": iso(run.startedAt), "finishedAt": iso(run.finishedAt), "seconds": .double(run.totals.seconds),
+            "requests": .object([
+                "total": .int(Int64(run.totals.requests)), "retries": .int(Int64(run.totals.retries)),
+                "throttled": .int(Int64(run.totals.throttled)), "notModified": .int(Int64(run.totals.notModified)),
+                "failures": .int(Int64(run.totals.failures)),
+            ]),
+            "sources": .array(sources),
+            "warnings": .array(run.totals.warnings.map(JSONValue.string)),
+            "errors": .array(run.totals.errors.map(JSONValue.string)),
+        ])
+        let text = PrettyJSON.render(document) + "\n"
+        try AtomicFile.write(Array(text.utf8), to: url)
+        return ExportedFile(path: url.path, bytes: Int64(text.utf8.count), rows: facts.sources.count)
+    }
+
+    /// Prometheus text format for node_exporter's textfile collector (which
+    /// needs the atomic rename AtomicFile gives, or it may read half a file).
+    static func writeMetrics(to url: URL, context: ExportContext) throws -> ExportedFile {
+        let facts = try facts(context)
+        let run = facts.run
+        let job = "job=\"\(label(run.job))\""
+        var lines: [String] = []
+        func metric(_ name: String, _ help: String, type: String = "gauge", samples: [(String, String)]) {
+            lines.append("# HELP \(name) \(help)")
+            lines.append("# TYPE \(name) \(type)")
+            for (labels, value) in samples { lines.append("\(name){\(labels)} \(value)") }
+        }
+        metric("storesync_run_success", "1 if the last run ended ok, else 0.", samples: [(job, run.status == "ok" ? "1" : "0")])
+        metric("storesync_run_status", "The last run's status (1 for the status it ended with).",
+               samples: ["ok", "partial", "failed", "running"].map { ("\(job),status=\"\($0)\"", run.status == $0 ? "1" : "0") })
+        metric("storesync_run_exit_code", "The exit code of the last run.", samples: [(job, String(exitCode(run.status)))])
+        metric("storesync_run_timestamp_seconds", "When the last run started (Unix time).",
+               samples: [(job, number(run.startedAt.timeIntervalSince1970))])
+        metric("storesync_run_duration_seconds", "How long the last run took.", samples: [(job, number(run.totals.seconds))])
+        metric("storesync_run_id", "The id of the last run in the snapshot.", samples: [(job, String(run.id))])
+        metric("storesync_requests", "HTTP requests of the last run, by kind.", samples: [
+            ("\(job),kind=\"all\"", String(run.totals.requests)), ("\(job),kind=\"retry\"", String(run.totals.retries)),
+            ("\(job),kind=\"throttled\"", String(run.totals.throttled)),
+            ("\(job),kind=\"not_modified\"", String(run.totals.notModified)),
+            ("\(job),kind=\"failed\"", String(run.totals.failures)),
+        ])
+        metric("storesync_warnings", "Warnings of the last run.", samples: [(job, String(run.totals.warnings.count))])
+        var records: [(String, String)] = []
+        var pages: [(String, String)] = []
+        var seconds: [(String, String)] = []
+        for c in facts.sources {
+            let source = "\(job),source=\"\(label(c.source))\""
+            for (op, n) in [("added", c.added), ("changed", c.changed), ("unchanged", c.unchanged), ("removed", c.removed)] {
+                records.append(("\(source),op=\"\(op)\"", String(n)))
+            }
+            pages.append((source, String(c.pages)))
+            seconds.append((source, number(c.seconds)))
+        }
+        metric("storesync_source_records", "Records the last run saw per source, by outcome.", samples: records)
+        metric("storesync_source_pages", "Pages the last run stored per source.", samples: pages)
+        metric("storesync_source_seconds", "Seconds the last run spent per source.", samples: seconds)
+        var current: [(String, String)] = []
+        for (source, entities) in facts.entities.sorted(by: { $0.key < $1.key }) {
+            for (entity, counts) in entities.sorted(by: { $0.key < $1.key }) {
+                current.append(("\(job),source=\"\(label(source))\",entity=\"\(label(entity))\"", String(counts.records)))
+            }
+        }
+        metric("storesync_snapshot_records", "Records in the snapshot after the last run.", samples: current)
+        let text = lines.joined(separator: "\n") + "\n"
+        try AtomicFile.write(Array(text.utf8), to: url)
+        return ExportedFile(path: url.path, bytes: Int64(text.utf8.count), rows: lines.filter { !$0.hasPrefix("#") }.count)
+    }
+
+    /// Label values escape backslash, quote and newline (exposition format).
+    static func label(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    static func number(_ value: Double) -> String {
+        value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.6f", value)
+    }
+}
+
+/// Indented JSON with byte-sorted keys, for files people read.
+enum PrettyJSON {
+    static func render(_ value: JSONValue, indent: String = "") -> String {
+        let inner = indent + "  "
+        switch value {
+        case .array(let elements):
+            if elements.isEmpty { return "[]" }
+            return "[\n" + elements.map { inner + render($0, indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
+        case .object(let members):
+            if members.isEmpty { return "{}" }
+            let keys = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            return "{\n" + keys.map { key in
+                inner + CanonicalJSON.string(.string(key)) + ": " + render(members[key]!, indent: inner)
+            }.joined(separator: ",\n") + "\n\(indent)}"
+        case .double(let d):
+            // Durations: milliseconds are enough, and keep the file stable to read.
+            return d.rounded() == d ? String(Int64(d)) : String(format: "%.3f", d)
+        default:
+            return CanonicalJSON.string(value)
+        }
+    }
+}
