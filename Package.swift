@@ -77,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "storesync",
             dependencies: [
-                "SyncEngine",
+                "SyncEngine", "StoreSim",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -42,9 +42,12 @@ public struct SimulatorSpec: Sendable, Equatable {
     public var changed: Double
     public var added: Double
     public var removed: Double
+    /// Fault specs (`NAME[:VALUE]`, see `storesync simulate --help`), none by default.
+    public var faults: [String]
 
     public init(seed: UInt64 = 42, podcasts: Int = 2_000, products: Int = 1_000,
-                changed: Double = 0.02, added: Double = 0.01, removed: Double = 0.01) {
+                changed: Double = 0.02, added: Double = 0.01, removed: Double = 0.01, faults: [String] = []) {
+        self.faults = faults
         self.seed = seed
         self.podcasts = podcasts
         self.products = products
@@ -211,13 +214,23 @@ public enum FeedKind: String, Sendable, CaseIterable {
     case priceDrops = "price-drops"
     /// What changed in this run: one item per added, changed or removed record.
     case changes
+    /// A chart in rank order (top podcasts, top songs, top albums…): set `chart`.
+    case top
 
     /// Whether items carry podcast metadata (`itunes:` elements in RSS).
     public var isPodcast: Bool { self == .podcastsUpdated || self == .podcastsNew || self == .episodesNew }
+
+    /// Feeds whose files may be split by `{genre}` and `{country}`.
+    public var isGroupable: Bool { self != .changes }
 }
 
 public struct FeedExportSpec: Sendable, Equatable {
     public var kind: FeedKind
+    /// For `top` feeds: the chart's name (`toppodcasts`, `topsongs`, `most-played`…).
+    public var chart: String?
+    /// Channel artwork and author (podcast apps show them).
+    public var imageURL: String?
+    public var author: String?
     /// RSS 2.0 file (template), if wanted.
     public var rssPath: String?
     /// Atom 1.0 file (template), if wanted.
@@ -232,8 +245,12 @@ public struct FeedExportSpec: Sendable, Equatable {
     public var limit: Int
 
     public init(kind: FeedKind, rssPath: String?, atomPath: String?, title: String, selfURL: String, atomURL: String? = nil,
-                link: String, description: String, limit: Int = 100) {
+                link: String, description: String, limit: Int = 100, chart: String? = nil, imageURL: String? = nil,
+                author: String? = nil) {
         self.kind = kind
+        self.chart = chart
+        self.imageURL = imageURL
+        self.author = author
         self.rssPath = rssPath
         self.atomPath = atomPath
         self.title = title

@@ -56,7 +56,13 @@ public enum EntityColumns {
             [.init("name", "name"), .init("parent_id", "parentId"), .init("url", "url")]
         case .artist:
             [.init("name", "artistName"), .init("genre", "primaryGenreName"), .init("link", "artistLinkUrl")]
-        case .chartEntry, .record:
+        case .chartEntry:
+            [.init("chart", ChartEntry.chart), .init("country", ChartEntry.country), .init("genre_id", ChartEntry.genreID),
+             .init("genre", ChartEntry.genreName), .init("rank", ChartEntry.rank, .integer),
+             .init("item_entity", ChartEntry.itemEntity), .init("item_key", ChartEntry.itemKey),
+             .init("name", ChartEntry.name), .init("artist", ChartEntry.artistName), .init("artwork_url", ChartEntry.artworkURL),
+             .init("link", ChartEntry.link)]
+        case .record:
             []
         }
     }

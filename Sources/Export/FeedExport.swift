@@ -33,7 +33,11 @@ enum FeedExport {
             let channel = FeedChannel(
                 title: title, link: PathTemplate.expand(spec.link, values),
                 description: rawExpand(spec.description, values), language: "en-us",
-                selfURL: PathTemplate.expand(spec.selfURL, values), lastBuildDate: context.runDate, generator: "storesync")
+                selfURL: PathTemplate.expand(spec.selfURL, values),
+                imageURL: spec.imageURL ?? group.items.lazy.compactMap(\.imageURL).first, author: spec.author,
+                // A per-genre podcast feed files itself under that genre in podcast apps.
+                categories: group.values["genre"].map { [[$0]] } ?? [],
+                lastBuildDate: context.runDate, generator: "storesync")
             if let rss = spec.rssPath {
                 let url = try PathTemplate.resolve(rss, values: values, inside: context.outputDirectory)
                 let result = try FeedWriters.writeRSS(channel: channel, items: group.items, podcast: spec.kind.isPodcast, to: url)
@@ -66,7 +70,7 @@ enum FeedExport {
     /// The feed's items, split into files by the template's `{genre}`/`{country}`;
     /// a feed without those variables is one file (even with no items).
     static func groups(_ spec: FeedExportSpec, grouping: Set<String>, context: ExportContext) throws -> [Group] {
-        let candidates = try select(spec.kind, context: context)
+        let candidates = try select(spec.kind, chart: spec.chart, context: context)
         if grouping.isEmpty {
             return [Group(values: [:], items: candidates.prefix(spec.limit).map { item(for: $0, kind: spec.kind, context: context) })]
         }
@@ -83,11 +87,12 @@ enum FeedExport {
     }
 
     static func genre(of fields: JSONValue) -> String {
-        fields["primaryGenreName"]?.stringValue ?? fields["genres"]?.arrayValue?.first?.stringValue ?? "unknown"
+        fields["primaryGenreName"]?.stringValue ?? fields[ChartEntry.genreName]?.stringValue
+            ?? fields["genres"]?.arrayValue?.first?.stringValue ?? "unknown"
     }
 
     /// Candidates in feed order (stable: ties broken by key).
-    static func select(_ kind: FeedKind, context: ExportContext) throws -> [Candidate] {
+    static func select(_ kind: FeedKind, chart: String? = nil, context: ExportContext) throws -> [Candidate] {
         try context.store.reader.read { db in
             func rows(_ sql: String, _ arguments: StatementArguments = []) throws -> [Candidate] {
                 try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in
@@ -138,6 +143,12 @@ enum FeedExport {
                 return drops
             case .changes:
                 return try changeCandidates(db, context: context)
+            case .top:
+                return try rows("""
+                    SELECT entity, key, payload FROM records WHERE entity = 'chart-entry' AND json_extract(payload, '$.chart') = ?
+                    ORDER BY json_extract(payload, '$.country'), json_extract(payload, '$.genreId'),
+                             json_extract(payload, '$.rank'), key
+                    """, [chart ?? ""])
             }
         }
     }
@@ -225,6 +236,20 @@ enum FeedExport {
                 guid: "storesync:price-drop:\(candidate.key):\(after)", title: "\(name(candidate)): \(before) → \(after) \(currency)",
                 link: nil, description: listingSummary(f), pubDate: candidate.date ?? context.runDate,
                 imageURL: f["thumbnail"]?.stringValue)
+        case .top:
+            let rank = f[ChartEntry.rank]?.intValue.map { "#\($0) " } ?? ""
+            let artist = f[ChartEntry.artistName]?.stringValue
+            let title = (f[ChartEntry.name]?.stringValue ?? candidate.key) + (artist.map { " — \($0)" } ?? "")
+            let chartName = f[ChartEntry.chart]?.stringValue ?? "chart"
+            return FeedItem(
+                // Per chart and item, not per rank: a move up the chart is not a new item to readers.
+                guid: "storesync:\(chartName):\(f[ChartEntry.country]?.stringValue ?? ""):\(f[ChartEntry.genreID]?.stringValue ?? ""):"
+                    + "\(f[ChartEntry.itemEntity]?.stringValue ?? ""):\(f[ChartEntry.itemKey]?.stringValue ?? candidate.key)",
+                title: rank + title, link: f[ChartEntry.link]?.stringValue,
+                description: "Rank \(f[ChartEntry.rank]?.intValue ?? 0) in \(chartName)"
+                    + (f[ChartEntry.genreName]?.stringValue.map { " (\($0))" } ?? "") + ".",
+                pubDate: f[ChartEntry.releaseDate]?.stringValue.flatMap(parseDate) ?? context.runDate,
+                author: artist, imageURL: f[ChartEntry.artworkURL]?.stringValue)
         case .changes:
             let op = candidate.extra["op"] ?? "changed"
             let fieldsText = candidate.extra["fields"] ?? ""

@@ -38,10 +38,15 @@ public struct FeedChannel: Sendable, Equatable {
     public var lastBuildDate: Date
     /// `<generator>`, e.g. `storesync 1.0`.
     public var generator: String
+    /// The Atom feed's permanent `<id>` (an IRI). Nil uses ``selfURL``: stable as long as
+    /// the feed is published at the same address. RSS has no feed id and ignores it.
+    public var id: String?
 
     public init(title: String, link: String, description: String, language: String, selfURL: String,
                 imageURL: String? = nil, author: String? = nil, categories: [[String]] = [],
-                explicit: Bool = false, type: PodcastType = .episodic, lastBuildDate: Date, generator: String) {
+                explicit: Bool = false, type: PodcastType = .episodic, lastBuildDate: Date, generator: String,
+                id: String? = nil) {
+        self.id = id
         self.title = title
         self.link = link
         self.description = description
@@ -90,10 +95,18 @@ public struct FeedItem: Sendable, Equatable {
     public var explicit: Bool?
     /// `itunes:duration` in whole seconds; nil or negative omits it.
     public var durationSeconds: Int?
+    /// When the item last changed in a way readers should notice (Atom `<updated>`).
+    /// Nil uses ``pubDate``. RSS has no such element and ignores it.
+    public var updated: Date?
+    /// The Atom entry's permanent `<id>` (an IRI). Nil derives it from ``guid``
+    /// (``AtomFeedWriter/entryID(for:)``), so one list of items gives matching RSS and Atom feeds.
+    public var id: String?
 
     public init(guid: String, title: String, link: String? = nil, description: String, pubDate: Date,
                 author: String? = nil, imageURL: String? = nil, enclosure: FeedEnclosure? = nil,
-                explicit: Bool? = nil, durationSeconds: Int? = nil) {
+                explicit: Bool? = nil, durationSeconds: Int? = nil, updated: Date? = nil, id: String? = nil) {
+        self.updated = updated
+        self.id = id
         self.guid = guid
         self.title = title
         self.link = link
@@ -118,7 +131,11 @@ public struct FeedWriteResult: Sendable, Equatable {
 ///
 /// - Uses libxml2's xmlTextWriter through ``XMLDocumentWriter``: every string is
 ///   filtered with ``XMLText/xmlSafe(_:)`` and escaped by the writer; descriptions are
-///   additionally ``XMLText/htmlEscaped(_:)`` because readers render them as HTML.
+///   additionally ``XMLText/htmlEscaped(_:)`` because readers render them as HTML
+///   (the default ``RSSTextStyle/legacyPodcast``; ``RSSTextStyle/podcastApps`` also
+///   keeps line breaks and satisfies podcastparser — see ``RSSTextStyle``).
+/// - The RSS elements are the core shared with ``RSSFeedWriter``; this writer adds the
+///   `itunes:` elements.
 /// - The feed is streamed into ``AtomicFile`` and strictly re-parsed on the way; an
 ///   invalid feed throws and the previous file stays in place.
 /// - Deterministic: the same input gives the same bytes (dates are formatted by hand
@@ -135,9 +152,15 @@ public struct PodcastFeedWriter: Sendable {
 
     /// Indent nested elements by two spaces (default). Off gives the smallest file.
     public var indent: Bool
+    /// How titles and descriptions are encoded. The default, ``RSSTextStyle/legacyPodcast``,
+    /// keeps this writer's output byte-identical to what it always produced;
+    /// ``RSSTextStyle/podcastApps`` is what podcastparser and feedparser both display
+    /// exactly (see ``RSSTextStyle``).
+    public var textStyle: RSSTextStyle
 
-    public init(indent: Bool = true) {
+    public init(indent: Bool = true, textStyle: RSSTextStyle = .legacyPodcast) {
         self.indent = indent
+        self.textStyle = textStyle
     }
 
     /// Atomically writes the feed to `url`.
@@ -147,7 +170,7 @@ public struct PodcastFeedWriter: Sendable {
     public func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
         var count = 0
         let bytes = try XMLDocumentWriter.write(to: url, indent: indent) { doc in
-            count = try Self.writeFeed(channel: channel, items: items, into: doc)
+            count = try Self.writeFeed(channel: channel, items: items, textStyle: textStyle, into: doc)
         }
         return FeedWriteResult(itemCount: count, byteCount: bytes)
     }
@@ -155,82 +178,24 @@ public struct PodcastFeedWriter: Sendable {
     /// The feed's bytes, in memory (validated the same way).
     public func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
         try XMLDocumentWriter.render(name: name, indent: indent) { doc in
-            _ = try Self.writeFeed(channel: channel, items: items, into: doc)
+            _ = try Self.writeFeed(channel: channel, items: items, textStyle: textStyle, into: doc)
         }
     }
 
-    /// Writes `<rss>…</rss>` into `doc`; returns the number of items.
+    /// Writes `<rss>…</rss>` into `doc` in the original encoding
+    /// (``RSSTextStyle/legacyPodcast``); returns the number of items.
     public static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
                                  into doc: XMLDocumentWriter) throws -> Int {
-        try doc.startElement("rss")
-        try doc.attribute("version", "2.0")
-        try doc.attribute("xmlns:itunes", itunesNamespace)
-        try doc.attribute("xmlns:atom", atomNamespace)
-        try doc.startElement("channel")
-
-        try doc.element("title", channel.title)
-        try doc.element("link", channel.link)
-        try doc.element("description", XMLText.htmlEscaped(channel.description))
-        try doc.element("language", channel.language)
-        try doc.element("generator", channel.generator)
-        try doc.element("lastBuildDate", rfc822(channel.lastBuildDate))
-        try doc.emptyElement("atom:link", attributes: ["href": channel.selfURL, "rel": "self", "type": "application/rss+xml"])
-        if let image = channel.imageURL {
-            try doc.startElement("image")
-            try doc.element("url", image)
-            try doc.element("title", channel.title)
-            try doc.element("link", channel.link)
-            try doc.endElement()
-        }
-        if let author = channel.author { try doc.element("itunes:author", author) }
-        if let image = channel.imageURL { try doc.emptyElement("itunes:image", attributes: ["href": image]) }
-        for path in channel.categories where !path.isEmpty {
-            for name in path {
-                try doc.startElement("itunes:category")
-                try doc.attribute("text", name)
-            }
-            for _ in path { try doc.endElement() }
-        }
-        try doc.element("itunes:explicit", channel.explicit ? "true" : "false")
-        try doc.element("itunes:type", channel.type.rawValue)
-
-        var count = 0
-        for item in items {
-            try writeItem(item, into: doc)
-            count += 1
-        }
-
-        try doc.endElement() // channel
-        try doc.endElement() // rss
-        return count
+        try writeFeed(channel: channel, items: items, textStyle: .legacyPodcast, into: doc)
     }
 
-    private static func writeItem(_ item: FeedItem, into doc: XMLDocumentWriter) throws {
-        try doc.startElement("item")
-        try doc.element("title", item.title)
-        if let link = item.link { try doc.element("link", link) }
-        try doc.element("description", XMLText.htmlEscaped(item.description))
-        try doc.startElement("guid")
-        try doc.attribute("isPermaLink", "false")
-        try doc.text(item.guid)
-        try doc.endElement()
-        try doc.element("pubDate", rfc822(item.pubDate))
-        if let author = item.author { try doc.element("itunes:author", author) }
-        if let image = item.imageURL {
-            try doc.startElement("itunes:image")
-            try doc.attribute("href", image)
-            try doc.endElement()
-        }
-        if let enclosure = item.enclosure {
-            try doc.startElement("enclosure")
-            try doc.attribute("url", enclosure.url)
-            try doc.attribute("length", String(max(0, enclosure.length)))
-            try doc.attribute("type", enclosure.type)
-            try doc.endElement()
-        }
-        if let explicit = item.explicit { try doc.element("itunes:explicit", explicit ? "true" : "false") }
-        if let seconds = item.durationSeconds, seconds >= 0 { try doc.element("itunes:duration", String(seconds)) }
-        try doc.endElement()
+    /// Writes `<rss>…</rss>` into `doc` with `textStyle`; returns the number of items.
+    ///
+    /// The RSS elements come from the core shared with ``RSSFeedWriter``; this writer
+    /// only adds the `itunes:` namespace and elements.
+    public static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
+                                 textStyle: RSSTextStyle, into doc: XMLDocumentWriter) throws -> Int {
+        try RSSCore.writeFeed(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), into: doc)
     }
 
     private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
@@ -247,5 +212,42 @@ public struct PodcastFeedWriter: Sendable {
         let yearText = year >= 0 && year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
         return "\(weekdays[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(yearText) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) +0000"
+    }
+}
+
+/// Apple's podcast extension on top of the shared RSS core: the `itunes:` namespace
+/// (declared before `atom:`, as this writer always did) and its channel and item elements.
+struct ITunesRSSProfile: RSSProfile {
+    func writeNamespaces(into doc: XMLDocumentWriter) throws {
+        try doc.attribute("xmlns:itunes", PodcastFeedWriter.itunesNamespace)
+        try doc.attribute("xmlns:atom", PodcastFeedWriter.atomNamespace)
+    }
+
+    func writeChannelExtensions(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws {
+        if let author = channel.author { try doc.element("itunes:author", author) }
+        if let image = channel.imageURL { try doc.emptyElement("itunes:image", attributes: ["href": image]) }
+        for path in channel.categories where !path.isEmpty {
+            for name in path {
+                try doc.startElement("itunes:category")
+                try doc.attribute("text", name)
+            }
+            for _ in path { try doc.endElement() }
+        }
+        try doc.element("itunes:explicit", channel.explicit ? "true" : "false")
+        try doc.element("itunes:type", channel.type.rawValue)
+    }
+
+    func writeItemExtensionsBeforeEnclosure(_ item: FeedItem, into doc: XMLDocumentWriter) throws {
+        if let author = item.author { try doc.element("itunes:author", author) }
+        if let image = item.imageURL {
+            try doc.startElement("itunes:image")
+            try doc.attribute("href", image)
+            try doc.endElement()
+        }
+    }
+
+    func writeItemExtensionsAfterEnclosure(_ item: FeedItem, into doc: XMLDocumentWriter) throws {
+        if let explicit = item.explicit { try doc.element("itunes:explicit", explicit ? "true" : "false") }
+        if let seconds = item.durationSeconds, seconds >= 0 { try doc.element("itunes:duration", String(seconds)) }
     }
 }

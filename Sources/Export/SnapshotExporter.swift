@@ -102,8 +102,12 @@ enum SQLiteExport {
                 try db.execute(sql: "PRAGMA journal_mode = OFF")
                 try db.execute(sql: "ATTACH DATABASE ? AS snap", arguments: [context.store.path])
                 try db.inTransaction {
-                    for entity in try SnapshotExporter.entities(db) {
+                    let entities = try SnapshotExporter.entities(db)
+                    for entity in entities {
                         rows += try copyEntity(entity, db: db)
+                    }
+                    if entities.contains(.chartEntry) {
+                        try createChartView(db, entities: entities)
                     }
                     try db.execute(sql: """
                         CREATE TABLE changes (run_id INTEGER, source TEXT, entity TEXT, key TEXT, op TEXT, field TEXT, before TEXT, after TEXT);
@@ -134,6 +138,22 @@ enum SQLiteExport {
             throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)")
         }
         return ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows)
+    }
+
+    /// `charts`: every chart slot with its item's name from the item's own
+    /// table where storesync has it (the chart's name otherwise), ranked.
+    static func createChartView(_ db: Database, entities: [EntityKind]) throws {
+        let items = entities.filter { $0 != .chartEntry && EntityColumns.columns(for: $0).contains { $0.name == "name" } }
+        let joins = items.enumerated().map { index, entity in
+            "LEFT JOIN \"\(entity.rawValue)\" i\(index) ON c.item_entity = '\(entity.rawValue)' AND i\(index).key = c.item_key"
+        }
+        let name = "COALESCE(" + (items.indices.map { "i\($0).name" } + ["c.name"]).joined(separator: ", ") + ")"
+        try db.execute(sql: """
+            CREATE VIEW charts AS
+            SELECT c.chart, c.country, c.genre_id, c.genre, c.rank, c.item_entity, c.item_key, \(name) AS name, c.artist, c.link
+            FROM "chart-entry" c \(joins.joined(separator: " "))
+            ORDER BY c.chart, c.country, c.genre_id, c.rank
+            """)
     }
 
     static func copyEntity(_ entity: EntityKind, db: Database) throws -> Int {

@@ -8,16 +8,52 @@ struct SimResponse: Sendable, Equatable {
     var contentType: String?
     /// A strong validator, where the real service sends one.
     var etag: String?
+    /// An HTTP date, where the real service sends one.
+    var lastModified: String?
+    /// Other headers (`Retry-After`, `Cache-Control`), in order.
+    var headers: [(String, String)] = []
     var body: [UInt8]
 
-    init(status: Int, contentType: String? = nil, etag: String? = nil, body: [UInt8]) {
+    init(status: Int, contentType: String? = nil, etag: String? = nil, lastModified: String? = nil,
+         headers: [(String, String)] = [], body: [UInt8]) {
         self.status = status
         self.contentType = contentType
         self.etag = etag
+        self.lastModified = lastModified
+        self.headers = headers
         self.body = body
     }
 
     var text: String { String(decoding: body, as: UTF8.self) }
+
+    static func == (a: SimResponse, b: SimResponse) -> Bool {
+        a.status == b.status && a.contentType == b.contentType && a.etag == b.etag && a.lastModified == b.lastModified
+            && a.headers.map { "\($0.0): \($0.1)" } == b.headers.map { "\($0.0): \($0.1)" } && a.body == b.body
+    }
+
+    /// The value of header `name` (case-insensitive), among the named fields and `headers`.
+    func header(_ name: String) -> String? {
+        switch name.lowercased() {
+        case "content-type": return contentType
+        case "etag": return etag
+        case "last-modified": return lastModified
+        default: return headers.first { $0.0.lowercased() == name.lowercased() }?.1
+        }
+    }
+}
+
+/// Per-request changes a list endpoint makes on the fault engine's say-so
+/// (they hit one request, never the world).
+struct PageEffects: Sendable, Equatable {
+    /// Rows inserted above the list since the crawl started (`drift`).
+    var shift = 0
+    /// Repeat the last row of the previous page first (`duplicate`).
+    var duplicatePrevious = false
+    /// Serve no rows while still claiming a next page (`empty-page`).
+    var empty = false
+
+    static let none = PageEffects()
+    var isNone: Bool { self == .none }
 }
 
 /// A form-encoded query string (`a=1&b=two+words&c=%C3%A9`), decoded like a
@@ -80,39 +116,55 @@ struct QueryParameters: Sendable {
 enum Endpoints {
     // MARK: iTunes Search
 
-    /// The real Search API labels its JSON as JavaScript.
+    /// The real Search and Lookup APIs label their JSON as JavaScript.
     static let searchContentType = "text/javascript; charset=utf-8"
 
-    /// `GET /search?term=&media=&entity=&limit=&offset=&country=`.
+    /// `GET /search?term=&media=&entity=&limit=&offset=&country=&explicit=`.
     ///
-    /// Podcasts match when any whitespace-separated word of the term equals
-    /// (case-insensitively) a word of their trackName, artistName or
-    /// primaryGenreName; results keep index ("relevance") order and are sliced
-    /// `[offset, offset + limit)`. `resultCount` counts this page's rows only,
-    /// like the real service. No ETag or Last-Modified: the real one sends none.
-    static func search(world: World, night: Int, query: QueryParameters, baseURL: String) -> SimResponse {
+    /// An item matches when any whitespace-separated word of the term equals
+    /// (case-insensitively) a word of its name, artist or genre; results keep
+    /// index ("relevance") order, interleaved across kinds for `media=all`,
+    /// and are sliced `[offset, offset + limit)` with `limit` clamped to 1…200.
+    /// `resultCount` counts this page's rows only, like the real service. No
+    /// ETag or Last-Modified: the real one sends none.
+    static func search(world: World, night: Int, query: QueryParameters, baseURL: String,
+                       effects: PageEffects = .none) -> SimResponse {
         guard let term = query["term"] else {
             return searchError(missing: ["term"])
         }
+        guard let entities = World.searchEntities(media: query["media"], entity: query["entity"]) else {
+            return searchError(missing: [query["media"].map { World.searchEntities(media: $0, entity: nil) == nil } == true
+                ? "mediaType" : "entity"])
+        }
+        guard let country = Storefront.named(query["country"]) else { return searchError(missing: ["country"]) }
+        guard let allowExplicit = parseExplicit(query["explicit"]) else { return searchError(missing: ["explicit"]) }
         let limit = min(max(query["limit"].flatMap { Int($0) } ?? 50, 1), 200)
         let offset = max(query["offset"].flatMap { Int($0) } ?? 0, 0)
-        let media = (query["media"] ?? "all").lowercased()
-        let entity = query["entity"]?.lowercased()
-        // Only podcasts exist in this slice of the world; other media answer
-        // an empty result set, in the same layout.
-        let servesPodcasts = (media == "podcast" || media == "all") && (entity == nil || entity == "podcast")
 
+        let hits = world.searchHits(entities: entities, words: World.searchWords(term), country: country,
+                                    allowExplicit: allowExplicit, night: night)
         var rows: [[UInt8]] = []
-        if servesPodcasts {
-            let matches = world.podcastsMatching(World.searchWords(term), night: night)
-            if offset < matches.count {
-                for i in matches[offset..<min(offset + limit, matches.count)] {
-                    rows.append(JSONWriter.bytes(.object(world.podcasts.row(i, night: night, baseURL: baseURL)),
-                                                 layout: .itunes))
+        if offset < hits.count {
+            // The duplicate fault repeats the row before this page first.
+            let start = effects.duplicatePrevious && offset > 0 ? offset - 1 : offset
+            for hit in hits[start..<min(offset + limit, hits.count)] {
+                var row = world.row(of: hit, night: night, country: country)
+                if hit.entity == "podcast", baseURL != World.defaultBaseURL {
+                    row = country.localize(world.podcasts.row(hit.index, night: night, baseURL: baseURL))
                 }
+                rows.append(JSONWriter.bytes(.object(row), layout: .itunes))
             }
         }
         return SimResponse(status: 200, contentType: searchContentType, body: rawSearchBody(rows))
+    }
+
+    /// `Yes` (default) or `No`, as the service spells them; nil when invalid.
+    static func parseExplicit(_ value: String?) -> Bool? {
+        switch value?.lowercased() {
+        case nil, "yes": true
+        case "no": false
+        default: nil
+        }
     }
 
     /// The raw Search layout: three newlines, then one result object per line.
@@ -142,13 +194,172 @@ enum Endpoints {
                            body: JSONWriter.bytes(.object(error), layout: .itunes))
     }
 
+    // MARK: iTunes Lookup
+
+    /// Lookup serves at most this many ids per request; later ones are ignored.
+    static let maxLookupIDs = 200
+
+    /// `GET /lookup?id=1,2,3[&entity=song|album|podcastEpisode][&limit=][&country=]`.
+    ///
+    /// Each id found gives its row; with `entity`, a parent is followed by its
+    /// children (an album's songs, a podcast's newest episodes, an artist's
+    /// albums or songs), `limit` (1–200, default 50) counting children only.
+    /// Unknown or removed ids are left out. Like Search: the raw layout, no
+    /// validators, and the real service's day-long `Cache-Control`.
+    static func lookup(world: World, night: Int, query: QueryParameters) -> SimResponse {
+        guard let idList = query["id"], !idList.isEmpty else { return searchError(missing: ["id"]) }
+        let ids = idList.split(separator: ",", omittingEmptySubsequences: true)
+            .map { $0.trimmingCharacters(in: " ") }
+        guard !ids.isEmpty, ids.allSatisfy({ Int($0).map { $0 > 0 } ?? false }) else {
+            return searchError(missing: ["id"])
+        }
+        let entity = query["entity"]?.lowercased()
+        guard entity == nil || ["song", "album", "podcastepisode", "musictrack"].contains(entity ?? "") else {
+            return searchError(missing: ["entity"])
+        }
+        guard let country = Storefront.named(query["country"]) else { return searchError(missing: ["country"]) }
+        let limit = min(max(query["limit"].flatMap { Int($0) } ?? 50, 1), 200)
+
+        var rows: [JSONObject] = []
+        for id in ids.prefix(maxLookupIDs) {
+            rows += world.lookupRows(key: id, childEntity: entity, limit: limit, night: night)
+                .map { country.localize($0) }
+        }
+        return SimResponse(status: 200, contentType: searchContentType, headers: [("Cache-Control", "max-age=86400")],
+                           body: rawSearchBody(rows.map { JSONWriter.bytes(.object($0), layout: .itunes) }))
+    }
+
+    // MARK: Genres
+
+    static let genresPath = "/WebObjects/MZStoreServices.woa/ws/genres"
+
+    /// `GET /WebObjects/MZStoreServices.woa/ws/genres?id=26`: the tree under
+    /// each id (comma-separated ids allowed; none = the four media roots);
+    /// unknown ids are left out (`{}` when none is known).
+    static func genres(world: World, night: Int, query: QueryParameters) -> SimResponse {
+        let ids = query["id"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: " ") } }
+            ?? GenreTrees.roots.map(\.id)
+        var document = JSONObject()
+        for id in ids {
+            if let tree = world.genres.tree(id, night: night) { document.add(id, .object(tree)) }
+        }
+        return SimResponse(status: 200, contentType: "application/json; charset=utf-8",
+                           body: JSONWriter.bytes(.object(document), layout: .compact))
+    }
+
+    // MARK: Charts
+
+    /// `GET /{cc}/rss/{chart}/limit={n}/genre={id}/explicit={bool}/{json|xml}`
+    /// (every `key=value` part optional, in any order): the legacy feeds.
+    static func legacyChart(world: World, night: Int, segments: [String], conditions: Conditions) -> SimResponse {
+        guard segments.count >= 4, segments[1] == "rss", let country = Storefront.named(segments[0]),
+              let spec = ChartSpec.legacy(named: segments[2]),
+              let format = segments.last.map({ $0.lowercased() }), format == "json" || format == "xml" else {
+            return notFound()
+        }
+        var limit = 10
+        var genre: String?
+        var allowExplicit = true
+        for part in segments[3..<(segments.count - 1)] {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2 else { return notFound() }
+            switch pair[0].lowercased() {
+            case "limit": limit = min(max(Int(pair[1]) ?? 10, 1), ChartSpec.maxEntries)
+            case "genre": genre = pair[1]
+            case "explicit": allowExplicit = pair[1].lowercased() != "false"
+            default: return notFound()
+            }
+        }
+        let resource = "legacy|\(country.code)|\(spec.name)|\(limit)|\(genre ?? "")|\(allowExplicit)|\(format)"
+        func body(_ n: Int, updated: SimDate?) -> [UInt8] {
+            let items = world.chartItems(spec, genre: genre, country: country, allowExplicit: allowExplicit, limit: limit,
+                                         night: n)
+            let genreName = genre.flatMap { world.genres.name($0, night: n) }
+            return format == "json"
+                ? ChartWriter.legacyJSON(spec: spec, items: items, country: country.code, limit: limit, genre: genre,
+                                         genreName: genreName, updated: updated)
+                : ChartWriter.legacyXML(spec: spec, items: items, country: country.code, limit: limit, genre: genre,
+                                        genreName: genreName, updated: updated)
+        }
+        let since = world.versionNight(resource: resource, night: night) { body($0, updated: nil) }
+        let stamp = itunesStamp(since)
+        return validated(body(night, updated: stamp),
+                         contentType: format == "json" ? "application/json; charset=utf-8" : "application/atom+xml; charset=utf-8",
+                         lastModified: stamp.adding(hours: 7), conditions: conditions)
+    }
+
+    /// The moment a night's iTunes feeds were built (03:00 Cupertino time).
+    static func itunesStamp(_ night: Int) -> SimDate {
+        SimDate(day: ITunesText.epoch.day + night - 1, seconds: 3 * 3600)
+    }
+
+    /// `GET /api/v2/{cc}/{media}/{chart}/{n}/{type}.json`: marketing-tools v2.
+    /// `n` above 100 is a server error, as on the real service.
+    static func v2Chart(world: World, night: Int, segments: [String], conditions: Conditions) -> SimResponse {
+        // segments: api, v2, cc, media, chart, n, type.json
+        guard segments.count == 7, let country = Storefront.named(segments[2]), segments[6].hasSuffix(".json"),
+              let limit = Int(segments[5]), limit >= 1,
+              let (spec, title, kind) = ChartSpec.v2(media: segments[3], chart: segments[4],
+                                                     type: String(segments[6].dropLast(5))) else {
+            return notFound()
+        }
+        guard limit <= ChartSpec.maxEntries else {
+            var error = JSONObject()
+            error.add("status", "500")
+            error.add("title", "Internal Server Error")
+            error.add("detail", "limit \(limit) is above \(ChartSpec.maxEntries)")
+            var document = JSONObject()
+            document.add("errors", .array([.object(error)]))
+            return SimResponse(status: 500, contentType: "application/json; charset=utf-8",
+                               body: JSONWriter.bytes(.object(document), layout: .compact))
+        }
+        let selfURL = World.rssBaseURL + "/" + segments.joined(separator: "/")
+        let resource = "v2|" + segments.joined(separator: "/")
+        func body(_ n: Int, updated: SimDate?) -> [UInt8] {
+            let items = world.chartItems(spec, genre: nil, country: country, allowExplicit: true, limit: limit, night: n)
+            return ChartWriter.v2(title: title, kind: kind, items: items, selfURL: selfURL, country: country.code,
+                                  updated: updated)
+        }
+        let since = world.versionNight(resource: resource, night: night) { body($0, updated: nil) }
+        let stamp = itunesStamp(since).adding(hours: 7)
+        return validated(body(night, updated: stamp), contentType: "application/json; charset=utf-8",
+                         lastModified: stamp, conditions: conditions)
+    }
+
+    // MARK: Podcast feeds
+
+    /// `GET /feeds/{trackId}.xml`: the podcast's RSS feed, with validators;
+    /// 404 for podcasts without a feed or not alive.
+    static func podcastFeed(world: World, night: Int, file: String, conditions: Conditions) -> SimResponse {
+        guard file.hasSuffix(".xml"), let i = world.podcasts.index(forKey: String(file.dropLast(4))),
+              world.podcasts.episodeNumbers(i, night: night) != nil else {
+            return notFound()
+        }
+        // Every change of a podcast shows in its feed (title, category, image or a
+        // new item), so the feed last changed on its last change night or birth.
+        let timeline = world.podcasts.timeline
+        let since = timeline.history(i, night: night).lastAnyChange ?? timeline.birthNight(i)
+        let stamp = itunesStamp(since).adding(hours: 7)
+        guard let body = PodcastFeed.body(world.podcasts, i, night: night, lastBuild: stamp) else { return notFound() }
+        return validated(body, contentType: PodcastFeed.contentType, lastModified: stamp, conditions: conditions)
+    }
+
+    static func notFound() -> SimResponse {
+        SimResponse(status: 404, contentType: "text/plain; charset=utf-8", body: Array("Not Found".utf8))
+    }
+
     // MARK: Marketplace
 
     static let jsonContentType = "application/json"
 
     /// `GET /api/products?page_no=&items_per_page=`: newest (highest id) first,
-    /// page keys in the world's era, with a strong ETag.
+    /// page keys in the world's era, with a strong ETag and Last-Modified.
     static func productList(world: World, night: Int, query: QueryParameters, ifNoneMatch: String?) -> SimResponse {
+        productList(world: world, night: night, query: query, conditions: Conditions(ifNoneMatch: ifNoneMatch))
+    }
+
+    static func productList(world: World, night: Int, query: QueryParameters, conditions: Conditions,
+                            effects: PageEffects = .none) -> SimResponse {
         guard let pageNo = parsePositive(query["page_no"], default: 1) else {
             return marketError(400, "page_no must be a positive integer")
         }
@@ -156,23 +367,44 @@ enum Endpoints {
             return marketError(400, "items_per_page must be a positive integer")
         }
         let perPage = min(requested, 100)
+        guard effects.isNone else {
+            // A faulted page is a one-off: it carries no validators.
+            let body = productListBody(world: world, night: night, pageNo: pageNo, perPage: perPage, effects: effects)
+            return SimResponse(status: 200, contentType: jsonContentType, body: body)
+        }
+        let since = world.versionNight(resource: "list|\(pageNo)|\(perPage)", night: night) {
+            productListBody(world: world, night: $0, pageNo: pageNo, perPage: perPage, effects: .none)
+        }
+        return validated(productListBody(world: world, night: night, pageNo: pageNo, perPage: perPage, effects: .none),
+                         contentType: jsonContentType, lastModified: marketStamp(world, since), conditions: conditions)
+    }
+
+    /// The moment the marketplace's night `night` began.
+    static func marketStamp(_ world: World, _ night: Int) -> SimDate {
+        SimDate(day: world.products.epoch.day + night - 1)
+    }
+
+    static func productListBody(world: World, night: Int, pageNo: Int, perPage: Int, effects: PageEffects) -> [UInt8] {
         let alive = world.aliveIndices(entity: "listing", night: night)
-        let total = alive.count
+        // Drift: `shift` products (never served) sit above the real list.
+        let total = alive.count + effects.shift
         let lastPage = max(1, (total + perPage - 1) / perPage)
         // Multiplying huge page numbers would overflow; such pages are past the end anyway.
         let (product, overflow) = (pageNo - 1).multipliedReportingOverflow(by: perPage)
         let offset = overflow ? Int.max : product
         var rows: [JSONOut] = []
-        if offset < total {
-            // `alive` is ascending; newest first reads it from the end.
-            let end = total - offset
-            let start = max(0, end - perPage)
-            for i in alive[start..<end].reversed() {
+        if !effects.empty, offset < total {
+            // Positions in the drifted list; the first `shift` are the unseen new products.
+            let first = effects.duplicatePrevious && offset > 0 ? offset - 1 : offset
+            let end = min(offset + perPage, total)
+            for position in first..<end where position >= effects.shift {
+                // `alive` is ascending; newest first reads it from the end.
+                let i = alive[alive.count - 1 - (position - effects.shift)]
                 rows.append(.object(world.products.listRow(i, night: night)))
             }
         }
         var page = JSONObject()
-        let hasNext = pageNo < lastPage
+        let hasNext = pageNo < lastPage || (effects.empty && pageNo <= lastPage)
         let hasPrev = pageNo > 1
         switch world.pageKeyEra {
         case .snake:
@@ -196,16 +428,24 @@ enum Endpoints {
             page.add("hasPrev", .bool(hasPrev))
             page.add("pages", .array(rows))
         }
-        return withETag(JSONWriter.bytes(.object(page), layout: .compact), ifNoneMatch: ifNoneMatch)
+        return JSONWriter.bytes(.object(page), layout: .compact)
     }
 
     /// `GET /api/products/{id}`: the detail of a product alive on `night`, else 404.
     static func productDetail(world: World, night: Int, id: String, ifNoneMatch: String?) -> SimResponse {
+        productDetail(world: world, night: night, id: id, conditions: Conditions(ifNoneMatch: ifNoneMatch))
+    }
+
+    static func productDetail(world: World, night: Int, id: String, conditions: Conditions) -> SimResponse {
         guard let i = world.products.index(forKey: id), world.products.timeline.isAlive(i, night: night) else {
             return marketError(404, "product not found: \(id)")
         }
-        return withETag(JSONWriter.bytes(.object(world.products.detail(i, night: night)), layout: .compact),
-                        ifNoneMatch: ifNoneMatch)
+        // Every change moves `issued_at`, so the detail last changed on the product's
+        // last change night (or its birth).
+        let timeline = world.products.timeline
+        let since = timeline.history(i, night: night).lastAnyChange ?? timeline.birthNight(i)
+        return validated(JSONWriter.bytes(.object(world.products.detail(i, night: night)), layout: .compact),
+                         contentType: jsonContentType, lastModified: marketStamp(world, since), conditions: conditions)
     }
 
     /// `GET /healthChecker`.
@@ -246,6 +486,73 @@ enum Endpoints {
             if tag == etag { return true }
         }
         return false
+    }
+
+    // MARK: Routing
+
+    /// What the simulator serves at each path, for `storesync simulate --help`.
+    static let documentation: [(path: String, description: String)] = [
+        ("GET /search?term=&media=&entity=&country=&explicit=&limit=&offset=",
+         "iTunes Search, raw layout; media podcast|music|movie|software|audiobook|ebook|all; limit 1–200; no validators. "
+            + "e.g. /search?term=love&media=music&entity=song&limit=50"),
+        ("GET /lookup?id=ID[,ID…]&entity=&limit=&country=",
+         "iTunes Lookup (≤ 200 ids); entity song|album|podcastEpisode lists children after each parent, limit counts "
+            + "children only. e.g. /lookup?id=123456789&entity=podcastEpisode&limit=200"),
+        ("GET \(genresPath)?id=26|34|33|36",
+         "Genre trees keyed by id strings; rssUrls/chartUrls point at http://itunes.storesim.test (map *.storesim.test "
+            + "to the simulator). e.g. \(genresPath)?id=26"),
+        ("GET /{cc}/rss/{chart}/limit={n}/genre={id}/{json|xml}",
+         "Legacy charts (toppodcasts, topsongs, topalbums, topfreeapplications, toppaidapplications, topmovies, …), "
+            + "≤ 100 entries, ETag/Last-Modified. e.g. /us/rss/toppodcasts/limit=100/genre=1310/json"),
+        ("GET /api/v2/{cc}/{media}/{chart}/{n}/{type}.json",
+         "Marketing-tools RSS v2; n > 100 → HTTP 500; ETag/Last-Modified. e.g. /api/v2/us/music/most-played/100/albums.json"),
+        ("GET /feeds/{trackId}.xml",
+         "A podcast's RSS 2.0 feed (itunes: namespace), the episodes Lookup serves; ETag/Last-Modified. "
+            + "Podcast rows' feedUrl is http://feeds.storesim.test/feeds/{trackId}.xml."),
+        ("GET /api/products?page_no=&items_per_page=",
+         "Marketplace list, newest first, snake or camel page keys; ETag/Last-Modified. e.g. /api/products?page_no=1&items_per_page=100"),
+        ("GET /api/products/{id}", "Marketplace detail with images and vendor; ETag/Last-Modified. e.g. /api/products/7"),
+        ("GET /healthChecker", "Marketplace health check: \"OK\"."),
+    ]
+
+    /// One request, routed: the pure part of the server.
+    static func respond(world: World, night: Int, path: String, query rawQuery: String?, conditions: Conditions,
+                        effects: PageEffects = .none) -> SimResponse {
+        let query = QueryParameters(rawQuery)
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true).map { QueryParameters.decode($0) }
+        switch segments.first {
+        case "search" where segments.count == 1:
+            return search(world: world, night: night, query: query, baseURL: World.defaultBaseURL, effects: effects)
+        case "lookup" where segments.count == 1:
+            return lookup(world: world, night: night, query: query)
+        case "healthChecker" where segments.count == 1:
+            return healthCheck()
+        case "feeds" where segments.count == 2:
+            return podcastFeed(world: world, night: night, file: segments[1], conditions: conditions)
+        case "api" where segments.count == 2 && segments[1] == "products":
+            return productList(world: world, night: night, query: query, conditions: conditions, effects: effects)
+        case "api" where segments.count == 3 && segments[1] == "products":
+            return productDetail(world: world, night: night, id: segments[2], conditions: conditions)
+        case "api" where segments.count >= 2 && segments[1] == "v2":
+            return v2Chart(world: world, night: night, segments: segments, conditions: conditions)
+        case "WebObjects" where "/" + segments.joined(separator: "/") == genresPath:
+            return genres(world: world, night: night, query: query)
+        case .some(let first) where first.count == 2 && segments.count >= 4 && segments[1] == "rss":
+            return legacyChart(world: world, night: night, segments: segments, conditions: conditions)
+        default:
+            return notFound()
+        }
+    }
+
+    /// The kind of page a path serves, for the faults that only make sense on some.
+    enum PageKind { case productList, search, other }
+
+    static func pageKind(path: String) -> PageKind {
+        switch path {
+        case "/api/products", "/api/products/": .productList
+        case "/search", "/search/": .search
+        default: .other
+        }
     }
 }
 

@@ -20,7 +20,8 @@ struct PodcastCatalog: Sendable {
     /// The calendar day of night 1.
     static let epoch = SimDate(year: 2024, month: 1, day: 1)
 
-    private enum Purpose: UInt64 {
+    /// Internal (not private) because the episodes, in their own file, share these streams.
+    enum Purpose: UInt64 {
         case fixed = 100, title, episode, genre, artwork, artist, artistID
     }
 
@@ -31,9 +32,11 @@ struct PodcastCatalog: Sendable {
     let artistIDs: IDScrambler
     /// Podcasts share artists (about three podcasts per artist).
     let artistCount: Int
+    let faults: ContentFaults
 
-    init(seed: UInt64, count: Int, churn: Churn) {
+    init(seed: UInt64, count: Int, churn: Churn, faults: ContentFaults = .none) {
         self.seed = seed
+        self.faults = faults
         timeline = Timeline(seed: seed, tag: Self.tag, initialCount: count, churn: churn, groupWeights: Self.groupWeights)
         trackIDs = IDScrambler(offset: 100_000_000, bits: 30, key: StableRandom.hash(seed, Self.tag, 1))
         artistIDs = IDScrambler(offset: 200_000_000, bits: 28, key: StableRandom.hash(seed, Self.tag, 2))
@@ -188,6 +191,22 @@ struct PodcastCatalog: Sendable {
     /// accents dropped ("Björn" → "bjorn"), other non-ASCII text and
     /// punctuation collapsed into single dashes.
     static func slug(_ title: String) -> String {
+        // ASCII needs no decomposition (Foundation's, which is slow in bulk).
+        if title.utf8.allSatisfy({ $0 < 0x80 }) {
+            var out = ""
+            var pendingDash = false
+            for byte in title.utf8 {
+                let lower = (0x41...0x5A).contains(byte) ? byte + 0x20 : byte
+                if (0x61...0x7A).contains(lower) || (0x30...0x39).contains(lower) {
+                    if pendingDash, !out.isEmpty { out.append("-") }
+                    pendingDash = false
+                    out.unicodeScalars.append(Unicode.Scalar(lower))
+                } else {
+                    pendingDash = true
+                }
+            }
+            return out.isEmpty ? "podcast" : out
+        }
         var out = ""
         var pendingDash = false
         // Canonical decomposition splits "ö" into "o" + a combining mark, which is then skipped.
@@ -218,6 +237,11 @@ struct PodcastCatalog: Sendable {
         let artistName = artistName(fixed.artist)
         let viewURL = "https://itunes.apple.com/us/podcast/\(Self.slug(title))/id\(trackID)?mt=2&uo=4"
 
+        // Content faults decorate the served names; Search and the URL slugs use the clean title.
+        let marks = faults.marks(tag: Self.tag, index: i)
+        let shown = faults.title(title, marks: marks, tag: Self.tag, index: i).json
+        let censored = marks.contains(.huge) ? JSONOut.string(faults.huge(title, marks: marks)) : shown
+
         var row = JSONObject()
         row.add("wrapperType", "track")
         row.add("kind", "podcast")
@@ -225,10 +249,10 @@ struct PodcastCatalog: Sendable {
         row.add("collectionId", trackID)
         row.add("trackId", trackID)
         row.add("artistName", artistName)
-        row.add("collectionName", title)
-        row.add("trackName", title)
-        row.add("collectionCensoredName", title)
-        row.add("trackCensoredName", title)
+        row.add("collectionName", shown)
+        row.add("trackName", shown)
+        row.add("collectionCensoredName", shown)
+        row.add("trackCensoredName", censored)
         if let artistID {
             row.add("artistViewUrl", "https://itunes.apple.com/us/artist/\(Self.slug(artistName))/id\(artistID)?mt=2&uo=4")
         }

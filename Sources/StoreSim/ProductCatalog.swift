@@ -25,9 +25,11 @@ struct ProductCatalog: Sendable {
     let timeline: Timeline
     /// The calendar day of night 1: in the era the real server had those keys.
     let epoch: SimDate
+    let faults: ContentFaults
 
-    init(seed: UInt64, count: Int, churn: Churn, era: PageKeyEra) {
+    init(seed: UInt64, count: Int, churn: Churn, era: PageKeyEra, faults: ContentFaults = .none) {
         self.seed = seed
+        self.faults = faults
         self.era = era
         let weights: [Double] = era == .camel ? [0.35, 0.35, 0.15, 0.15] : [0.4, 0.4, 0.2]
         timeline = Timeline(seed: seed, tag: Self.tag, initialCount: count, churn: churn, groupWeights: weights)
@@ -147,7 +149,8 @@ struct ProductCatalog: Sendable {
 
     private struct State {
         var fixed: Fixed
-        var name: String
+        /// As served: content faults included.
+        var name: JSONOut
         var description: String?
         var price: Price
         var stock: Int
@@ -158,8 +161,19 @@ struct ProductCatalog: Sendable {
         let fixed = fixed(i)
         let history = timeline.history(i, night: night)
         let issued = history.lastAnyChange.map { SimDate(day: epoch.day + $0 - 1) } ?? fixed.created
-        let description = era == .camel ? description(i, version: history.versions[Group.description.rawValue]) : nil
-        return State(fixed: fixed, name: name(i, version: history.versions[Group.name.rawValue]),
+        let marks = faults.marks(tag: Self.tag, index: i)
+        var description = era == .camel ? description(i, version: history.versions[Group.description.rawValue]) : nil
+        let cleanName = name(i, version: history.versions[Group.name.rawValue])
+        var name = faults.title(cleanName, marks: marks, tag: Self.tag, index: i).json
+        // The huge field goes where the era has free text: the description, or the name in the snake era.
+        if marks.contains(.huge) {
+            if let text = description {
+                description = faults.huge(text, marks: marks)
+            } else {
+                name = .string(faults.huge(cleanName, marks: marks))
+            }
+        }
+        return State(fixed: fixed, name: name,
                      description: description,
                      price: price(i, version: history.versions[Group.price.rawValue], currency: fixed.currency),
                      stock: stock(i, version: history.versions[Group.stock.rawValue]), issued: issued)

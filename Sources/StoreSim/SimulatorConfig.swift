@@ -12,14 +12,36 @@ public struct SimulatorConfig: Sendable, Equatable {
     /// Which key style the marketplace list uses for its page keys; nil lets
     /// the seed choose, so a crawler meets both eras across seeds.
     public var pageKeyEra: PageKeyEra?
+    /// About how many songs are alive on night 1. Songs come in albums of
+    /// 4–16 tracks (one album per ten songs), so the exact number depends on the seed.
+    public var songCount: Int
+    /// Feature movies alive on night 1.
+    public var movieCount: Int
+    /// Apps (software) alive on night 1.
+    public var appCount: Int
+    /// Audiobooks alive on night 1.
+    public var audiobookCount: Int
+    /// E-books alive on night 1.
+    public var ebookCount: Int
+    /// Misbehaviour on demand. Content faults (huge fields, invalid UTF-8,
+    /// XML-invalid characters, formula strings) become part of the world;
+    /// the others hit single requests of a server serving this world.
+    public var faults: FaultPlan
 
     public init(seed: UInt64 = 42, podcastCount: Int = 2_000, productCount: Int = 1_000, churn: Churn = .init(),
-                pageKeyEra: PageKeyEra? = nil) {
+                pageKeyEra: PageKeyEra? = nil, songCount: Int = 2_000, movieCount: Int = 300, appCount: Int = 500,
+                audiobookCount: Int = 200, ebookCount: Int = 200, faults: FaultPlan = .none) {
         self.seed = seed
         self.podcastCount = podcastCount
         self.productCount = productCount
         self.churn = churn
         self.pageKeyEra = pageKeyEra
+        self.songCount = songCount
+        self.movieCount = movieCount
+        self.appCount = appCount
+        self.audiobookCount = audiobookCount
+        self.ebookCount = ebookCount
+        self.faults = faults
     }
 }
 

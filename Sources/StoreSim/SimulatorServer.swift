@@ -20,11 +20,16 @@ public enum SimulatorError: Error, Sendable, CustomStringConvertible {
 
 /// The simulated iTunes Store and marketplace, served over HTTP by Hummingbird.
 ///
-/// Endpoints (real paths, real wire formats):
-/// - `GET /search?term=&media=podcast&limit=&offset=&country=` — iTunes Search, raw layout;
-/// - `GET /api/products?page_no=&items_per_page=` — marketplace list, with ETag / `If-None-Match`;
-/// - `GET /api/products/{id}` — marketplace detail;
-/// - `GET /healthChecker`.
+/// Endpoints (real paths, real wire formats; see ``endpointDocumentation``):
+/// iTunes Search and Lookup, the genres service, legacy and v2 charts,
+/// podcast RSS feeds, and the marketplace list, detail and health check.
+/// Every route answers on any host name: URLs inside bodies use fixed
+/// `*.storesim.test` origins (never the ephemeral port), which a client maps
+/// to ``baseURL``.
+///
+/// The world's ``FaultPlan`` applies: transient faults are decided per
+/// request by a ``FaultEngine`` (deterministic by seed and request sequence),
+/// content faults are already part of the world.
 ///
 /// Start it with ``start(world:night:host:port:logger:)``; always end it with
 /// ``shutdown()``, which releases the port.
@@ -35,8 +40,13 @@ public final class SimulatorServer: Sendable {
     private let serviceGroup: ServiceGroup
     private let runTask: Task<Result<Void, any Error>, Never>
 
-    /// How long open requests may take to finish on shutdown before their connections are cut.
-    static let gracePeriod: Duration = .seconds(2)
+    /// How long open requests may take to finish on shutdown before their
+    /// connections are cut (at least the `timeout` fault's hold).
+    static let gracePeriod: Duration = .seconds(FaultPlan.timeoutHoldSeconds + 0.5)
+
+    /// Every path the simulator serves, with a one-line description and an
+    /// example (for `storesync simulate --help`).
+    public static let endpointDocumentation: [(path: String, description: String)] = Endpoints.documentation
 
     private init(baseURL: URL, state: ServerState, serviceGroup: ServiceGroup,
                  runTask: Task<Result<Void, any Error>, Never>) {
@@ -57,14 +67,11 @@ public final class SimulatorServer: Sendable {
     public static func start(world: World, night: Int, host: String = "127.0.0.1", port: Int = 0,
                              logger: Logger = Logger(label: "storesim")) async throws -> SimulatorServer {
         let state = ServerState(world: world, night: night)
-        let router = Router(context: BasicRequestContext.self)
-        router.add(middleware: CountingMiddleware(state: state))
-        Self.addRoutes(to: router, state: state)
 
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let urlHost = host.contains(":") ? "[\(host)]" : host
         let app = Application(
-            router: router,
+            responder: SimResponder(state: state),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? 0
@@ -110,71 +117,116 @@ public final class SimulatorServer: Sendable {
     /// Requests received so far (every path, including errors and 304s).
     public var requestCount: Int { state.requestCount }
 
+    /// How many requests each transient fault has hit so far, by fault name
+    /// (`drift` counts shifted pages, `latency` delayed answers).
+    public var injectedFaults: [String: Int] { state.injectedFaults }
+
     /// Stops the server and returns when it has stopped: the listening socket
     /// is closed (the port is free again), idle keep-alive connections are
     /// closed, and requests being answered finish first (cut after
-    /// two seconds). Safe to call more than once, and concurrently.
+    /// ``gracePeriod``, which outlasts the `timeout` fault's hold). Safe to
+    /// call more than once, and concurrently.
     public func shutdown() async {
         await serviceGroup.triggerGracefulShutdown()
         _ = await runTask.value
     }
 
-    // MARK: Routes
-
-    private static func addRoutes(to router: Router<BasicRequestContext>, state: ServerState) {
-        router.get("search") { request, _ -> Response in
-            Self.response(Endpoints.search(world: state.world, night: state.night,
-                                           query: QueryParameters(request.uri.query), baseURL: World.defaultBaseURL))
-        }
-        router.get("api/products") { request, _ -> Response in
-            Self.response(Endpoints.productList(world: state.world, night: state.night,
-                                                query: QueryParameters(request.uri.query),
-                                                ifNoneMatch: request.headers[.ifNoneMatch]))
-        }
-        router.get("api/products/:id") { request, context -> Response in
-            Self.response(Endpoints.productDetail(world: state.world, night: state.night,
-                                                  id: context.parameters.get("id") ?? "",
-                                                  ifNoneMatch: request.headers[.ifNoneMatch]))
-        }
-        router.get("healthChecker") { _, _ -> Response in
-            Self.response(Endpoints.healthCheck())
-        }
-    }
-
-    private static func response(_ simulated: SimResponse) -> Response {
+    static func response(_ simulated: SimResponse) -> Response {
         var headers = HTTPFields()
         if let contentType = simulated.contentType { headers[.contentType] = contentType }
         if let etag = simulated.etag { headers[.eTag] = etag }
+        if let lastModified = simulated.lastModified { headers[.lastModified] = lastModified }
+        // The few extra headers the simulator sends, by their predefined names.
+        for (name, value) in simulated.headers {
+            switch name.lowercased() {
+            case "retry-after": headers[.retryAfter] = value
+            case "cache-control": headers[.cacheControl] = value
+            default: assertionFailure("unsupported simulator header \(name)")
+            }
+        }
         let body = simulated.body.isEmpty ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: simulated.body))
         return Response(status: HTTPResponse.Status(code: simulated.status), headers: headers, body: body)
+    }
+}
+
+/// The request context: Hummingbird's basics plus a way to drop the connection (the `reset` fault).
+struct SimRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// Closes the request's connection at once, without a response.
+    let closeConnection: @Sendable () -> Void
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        let channel = source.channel
+        closeConnection = { channel.close(promise: nil) }
+    }
+}
+
+/// Answers every request: counts it, asks the fault engine how to misbehave,
+/// then serves the routed endpoint (or the fault's replacement).
+struct SimResponder: HTTPResponder {
+    typealias Context = SimRequestContext
+    let state: ServerState
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        state.countRequest()
+        guard request.method == .get || request.method == .head else {
+            return SimulatorServer.response(SimResponse(status: 405, contentType: "text/plain; charset=utf-8",
+                                                        body: Array("Method Not Allowed".utf8)))
+        }
+        let night = state.night
+        let path = request.uri.path
+        let query = request.uri.query
+        let decision = state.faults.decide(path: path, query: query)
+        if let fault = decision.fault { state.countFault(fault.rawValue) }
+        if decision.effects.shift > 0 { state.countFault(FaultPlan.Kind.drift.rawValue) }
+        if decision.delayMilliseconds > 0 { state.countFault(FaultPlan.Kind.latency.rawValue) }
+        if decision.delayMilliseconds > 0 {
+            try? await Task.sleep(for: .milliseconds(decision.delayMilliseconds))
+        }
+        if decision.reset {
+            context.closeConnection()
+            // Nothing can be written on a closed connection; the client sees it drop.
+            return SimulatorServer.response(SimResponse(status: 500, body: []))
+        }
+        if decision.hold {
+            // Bounded: the answer comes, just later than a short client timeout.
+            try? await Task.sleep(for: .seconds(FaultPlan.timeoutHoldSeconds))
+        }
+        var simulated = decision.replacement
+            ?? Endpoints.respond(world: state.world, night: night, path: path, query: query,
+                                 conditions: Conditions(ifNoneMatch: request.headers[.ifNoneMatch],
+                                                        ifModifiedSince: request.headers[.ifModifiedSince]),
+                                 effects: decision.effects)
+        if let damage = decision.damage {
+            simulated = state.faults.damage(simulated, with: damage, sequence: decision.sequence)
+        }
+        if request.method == .head { simulated.body = [] }
+        return SimulatorServer.response(simulated)
     }
 }
 
 /// What the request handlers share: the world and the mutable serving state.
 final class ServerState: Sendable {
     let world: World
+    let faults: FaultEngine
     private let mutable: Mutex<(night: Int, requests: Int)>
 
     init(world: World, night: Int) {
         self.world = world
+        faults = FaultEngine(plan: world.config.faults, seed: world.config.seed)
         mutable = Mutex((night, 0))
     }
 
+    private let faultCounts = Mutex<[String: Int]>([:])
+
     var night: Int { mutable.withLock { $0.night } }
     var requestCount: Int { mutable.withLock { $0.requests } }
+    var injectedFaults: [String: Int] { faultCounts.withLock { $0 } }
+
+    func countFault(_ name: String) { faultCounts.withLock { $0[name, default: 0] += 1 } }
 
     func setNight(_ night: Int) { mutable.withLock { $0.night = night } }
     func countRequest() { mutable.withLock { $0.requests += 1 } }
 }
 
-/// Counts every request before routing, so tests can assert how many
-/// requests a crawl made (including ones answered 304 or 404).
-struct CountingMiddleware<Context: RequestContext>: RouterMiddleware {
-    let state: ServerState
-
-    func handle(_ request: Request, context: Context,
-                next: (Request, Context) async throws -> Response) async throws -> Response {
-        state.countRequest()
-        return try await next(request, context)
-    }
-}

@@ -1,5 +1,6 @@
 import Catalog
 import Foundation
+import StoreSim
 import Yams
 
 /// Reads `jobs/*.yml` into a ``JobSpec``, reporting every problem at once
@@ -252,7 +253,7 @@ struct NodeReader {
 
     mutating func simulatorSpec(_ node: Node) -> SimulatorSpec? {
         guard let fields = mapping(node, path: "simulator") else { return nil }
-        checkKeys(fields, path: "simulator", allowed: ["seed", "podcasts", "products", "changed", "added", "removed"])
+        checkKeys(fields, path: "simulator", allowed: ["seed", "podcasts", "products", "changed", "added", "removed", "faults"])
         var spec = SimulatorSpec()
         if let seed = int(fields, "seed", path: "simulator", range: 0...Int.max) { spec.seed = UInt64(seed) }
         if let n = int(fields, "podcasts", path: "simulator", range: 0...10_000_000) { spec.podcasts = n }
@@ -260,6 +261,14 @@ struct NodeReader {
         if let f = double(fields, "changed", path: "simulator", range: 0...1) { spec.changed = f }
         if let f = double(fields, "added", path: "simulator", range: 0...1) { spec.added = f }
         if let f = double(fields, "removed", path: "simulator", range: 0...1) { spec.removed = f }
+        if let faults = strings(fields, "faults", path: "simulator") {
+            do {
+                _ = try FaultPlan.parse(faults)
+                spec.faults = faults
+            } catch {
+                issue(value(fields, "faults"), "simulator.faults", "\(error)")
+            }
+        }
         return spec
     }
 
@@ -390,8 +399,8 @@ struct NodeReader {
             let options = csvOptions(fields, path: path)
             return relativePath(fields, "path", path: path, default: "changes.csv").map { .csvChanges(path: $0, options: options) }
         case "feed":
-            checkKeys(fields, path: path, allowed: ["kind", "feed", "rss", "atom", "title", "selfURL", "atomURL", "link",
-                                                    "description", "limit"])
+            checkKeys(fields, path: path, allowed: ["kind", "feed", "chart", "rss", "atom", "title", "selfURL", "atomURL", "link",
+                                                    "description", "limit", "image", "author"])
             guard let feedName = string(fields, "feed", path: path, required: true) else { return nil }
             guard let feedKind = FeedKind(rawValue: feedName) else {
                 issue(value(fields, "feed"), join(path, "feed"),
@@ -399,7 +408,11 @@ struct NodeReader {
                 return nil
             }
             // Per-genre and per-country files only make sense for catalog feeds.
-            let groupable: Set<String> = feedKind == .changes ? ["date", "job"] : Set(PathTemplate.variables)
+            let groupable: Set<String> = feedKind.isGroupable ? Set(PathTemplate.variables) : ["date", "job"]
+            let chart = string(fields, "chart", path: path)
+            if feedKind == .top, chart == nil {
+                issue(anchor(fields), join(path, "chart"), "is required for a top feed: the chart's name, e.g. toppodcasts or topsongs")
+            }
             let rss = value(fields, "rss") == nil ? nil : template(fields, "rss", path: path, default: nil, allowed: groupable)
             let atom = value(fields, "atom") == nil ? nil : template(fields, "atom", path: path, default: nil, allowed: groupable)
             if value(fields, "rss") == nil && value(fields, "atom") == nil {
@@ -415,7 +428,8 @@ struct NodeReader {
                 kind: feedKind, rssPath: rss, atomPath: atom, title: title, selfURL: selfURL ?? "",
                 atomURL: string(fields, "atomURL", path: path), link: string(fields, "link", path: path) ?? selfURL ?? "",
                 description: string(fields, "description", path: path) ?? title,
-                limit: int(fields, "limit", path: path, range: 1...100_000) ?? 100)
+                limit: int(fields, "limit", path: path, range: 1...100_000) ?? 100, chart: chart,
+                imageURL: url(fields, "image", path: path)?.absoluteString, author: string(fields, "author", path: path))
             return selfURL == nil || (rss == nil && atom == nil) ? nil : .feed(spec)
         case "opml":
             checkKeys(fields, path: path, allowed: ["kind", "path", "title"])

@@ -25,12 +25,30 @@ extension RunReport {
         let removed = sources.reduce(0) { $0 + $1.counts.removed }
         lines.append("record rows written: \(recordRowsWritten) (added \(added) + changed \(changed) + removed \(removed)); "
                      + "requests \(fetch.requests), retries \(fetch.retries), throttled \(fetch.throttled)")
-        for file in exports {
-            lines.append("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
-        }
+        lines += Self.exportLines(exports)
         for warning in warnings { lines.append("warning: \(warning)") }
         for error in errors { lines.append("error: \(error)") }
         return lines.joined(separator: "\n")
+    }
+
+    /// One line per file, except folders of many files (one feed per genre),
+    /// which get one line each so the summary stays readable.
+    static func exportLines(_ files: [ExportedFile]) -> [String] {
+        var order: [String] = []
+        var byFolder: [String: [ExportedFile]] = [:]
+        for file in files {
+            let folder = (file.path as NSString).deletingLastPathComponent
+            if byFolder[folder] == nil { order.append(folder) }
+            byFolder[folder, default: []].append(file)
+        }
+        return order.flatMap { folder -> [String] in
+            let group = byFolder[folder] ?? []
+            if group.count <= 5 {
+                return group.map { "wrote \($0.path) (\($0.rows) rows, \($0.bytes) bytes)" }
+            }
+            let rows = group.reduce(0) { $0 + $1.rows }, bytes = group.reduce(0) { $0 + $1.bytes }
+            return ["wrote \(group.count) files in \(folder)/ (\(rows) rows, \(bytes) bytes)"]
+        }
     }
 
     static func table(_ rows: [[String]]) -> [String] {

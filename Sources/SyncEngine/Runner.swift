@@ -89,9 +89,12 @@ public struct Runner: Sendable {
 
         var simulator: SimulatorServer?
         if let spec = job.simulator {
+            // The loader validated the fault specs already.
+            let faults = (try? FaultPlan.parse(spec.faults)) ?? .none
             let world = World(config: SimulatorConfig(
                 seed: spec.seed, podcastCount: spec.podcasts, productCount: spec.products,
-                churn: Churn(changed: spec.changed, added: spec.added, removed: spec.removed)))
+                churn: Churn(changed: spec.changed, added: spec.added, removed: spec.removed), faults: faults))
+            if !faults.isEmpty { logger.notice("simulator faults on: \(faults)") }
             // Hummingbird reports its own shutdown as an error; only real trouble is worth showing.
             var simulatorLogger = logger
             simulatorLogger.logLevel = logger.logLevel <= .debug ? .debug : .critical

@@ -111,6 +111,35 @@ import Testing
         }
     }
 
+    /// URLs inside bodies use fixed `*.storesim.test` origins: nothing served
+    /// names the server's ephemeral port, so two runs on two ports serve the same records.
+    @Test func noBodyNamesTheEphemeralPort() async throws {
+        let world = Worlds.media()
+        let server = try await SimulatorServer.start(world: world, night: 2, logger: Self.quietLogger())
+        let session = Self.makeSession()
+        defer { session.invalidateAndCancel() }
+        let port = try #require(server.baseURL.port)
+        let podcast = try #require(world.orderedKeys(entity: "podcast", night: 2).first {
+            world.podcasts.episodeNumbers(world.podcasts.index(forKey: $0) ?? -1, night: 2) != nil
+        })
+        let album = try #require(world.orderedKeys(entity: "album", night: 2).first)
+        for path in ["/search?term=love+news&limit=50", "/lookup?id=\(podcast),\(album)&entity=podcastEpisode&limit=5",
+                     "/lookup?id=\(album)&entity=song", "\(Endpoints.genresPath)?id=26", "/us/rss/toppodcasts/limit=5/json",
+                     "/us/rss/topalbums/limit=5/xml", "/api/v2/us/music/most-played/5/songs.json", "/feeds/\(podcast).xml",
+                     "/api/products?page_no=1&items_per_page=5"] {
+            let fetched = try await get(session, server.baseURL, path)
+            #expect(fetched.status == 200, "\(path)")
+            let text = String(decoding: fetched.body, as: UTF8.self)
+            #expect(!text.contains(":\(port)") && !text.contains("127.0.0.1"), "\(path)")
+        }
+        // Any host name reaches the same routes (a client maps *.storesim.test to the server).
+        var request = URLRequest(url: try #require(URL(string: server.baseURL.absoluteString + "/feeds/\(podcast).xml")))
+        request.setValue("feeds.storesim.test", forHTTPHeaderField: "Host")
+        let (_, response) = try await session.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        await server.shutdown()
+    }
+
     @Test func camelEraOverHTTP() async throws {
         let world = World(config: SimulatorConfig(seed: 2, podcastCount: 50, productCount: 45, pageKeyEra: .camel))
         let server = try await SimulatorServer.start(world: world, night: 1, logger: Self.quietLogger())

@@ -75,4 +75,41 @@ import TestSupport
         let keys = Set(issues("name: x\n").map(\.keyPath))
         #expect(keys.isSuperset(of: ["store", "output", "sources"]))
     }
+
+    @Test func simulatorFaultsAreValidatedAtLoad() throws {
+        let bad = issues("""
+            name: x
+            store: s.sqlite
+            output: out
+            simulator: { faults: ["no-such-fault:1"] }
+            sources: [{name: m, kind: marketplace}]
+            """)
+        #expect(bad.first?.keyPath == "simulator.faults")
+        #expect(bad.first?.line == 4)
+        let job = try JobLoader.parse(yaml: """
+            name: x
+            store: s.sqlite
+            output: out
+            simulator: { faults: ["http-503:0.2"] }
+            sources: [{name: m, kind: marketplace}]
+            """, file: "job.yml", baseDirectory: "/jobs")
+        #expect(job.simulator?.faults == ["http-503:0.2"])
+    }
+
+    @Test func exportTemplatesAcceptOnlyKnownVariables() {
+        let found = issues("""
+            name: x
+            store: s.sqlite
+            output: out
+            sources: [{name: m, kind: marketplace}]
+            exports:
+              - { kind: feed, feed: podcasts-new, rss: "feeds/{genre}-{user}.xml", selfURL: "https://e.com/x" }
+              - { kind: feed, feed: changes, rss: "feeds/{genre}.xml", selfURL: "https://e.com/x" }
+              - { kind: feed, feed: nope, rss: "x.xml", selfURL: "https://e.com/x" }
+            """)
+        let keys = found.map(\.keyPath)
+        #expect(keys.contains("exports[0].rss"))
+        #expect(keys.contains("exports[1].rss"), "a changes feed has no genre")
+        #expect(keys.contains("exports[2].feed"))
+    }
 }

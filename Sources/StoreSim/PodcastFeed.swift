@@ -1,0 +1,115 @@
+/// A podcast's RSS 2.0 feed with the `itunes:` namespace
+/// (`/feeds/{trackId}.xml`), shaped like the recorded real feed: channel
+/// metadata, then the served episodes newest first, each with an enclosure
+/// (URL, length, type), a GUID, an RFC 822 pubDate and an `itunes:duration`.
+/// Titles, GUIDs, URLs, dates and durations are the ones Lookup serves.
+enum PodcastFeed {
+    static let contentType = "application/rss+xml; charset=UTF-8"
+
+    /// `1:28:20` or `42:07`.
+    static func duration(_ millis: Int) -> String {
+        let total = millis / 1000
+        let h = total / 3600, m = total / 60 % 60, s = total % 60
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : String(n) }
+        return h > 0 ? "\(h):\(two(m)):\(two(s))" : "\(m):\(two(s))"
+    }
+
+    /// The feed of podcast `i` on `night`; `lastBuild` stamps `lastBuildDate`
+    /// (nil leaves it out, for the body the validators are computed from).
+    static func body(_ podcasts: PodcastCatalog, _ i: Int, night: Int, lastBuild: SimDate?) -> [UInt8]? {
+        guard let numbers = podcasts.episodeNumbers(i, night: night) else { return nil }
+        let show = podcasts.show(i, night: night)
+        let id = podcasts.trackID(i)
+        let link = "https://podcasts.storesim.test/\(show.titleSlug)"
+        let marks = podcasts.faults.marks(tag: PodcastCatalog.tag, index: i)
+        var xml = XMLOut()
+        xml.raw("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0"
+            \txmlns:content="http://purl.org/rss/1.0/modules/content/"
+            \txmlns:atom="http://www.w3.org/2005/Atom"
+            \txmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"
+            >
+            <channel>
+
+            """)
+        xml.raw("\t")
+        xml.element("title", faulty: show.shownTitle)
+        xml.raw("\n\t")
+        xml.element("link", text: link)
+        xml.raw("\n\t")
+        xml.element("description", text: podcasts.faults.huge(
+            "\(show.title): \(show.genre.name) & more from \(show.artistName). <b>New episodes</b> every week.", marks: marks))
+        if let lastBuild {
+            xml.raw("\n\t")
+            xml.element("lastBuildDate", text: lastBuild.rfc2822)
+        }
+        xml.raw("\n\t")
+        xml.element("language", text: "en-US")
+        xml.raw("\n\t")
+        xml.element("atom:link", [("href", "\(World.defaultBaseURL)/feeds/\(id).xml"), ("rel", "self"),
+                                  ("type", "application/rss+xml")])
+        xml.raw("\n\t")
+        xml.element("itunes:summary", text: "\(show.title), hosted by \(show.artistName).")
+        xml.raw("\n\t")
+        xml.element("itunes:author", text: show.artistName)
+        xml.raw("\n\t")
+        xml.element("itunes:explicit", text: show.fixed.explicitness == "explicit" ? "yes" : "no")
+        xml.raw("\n\t")
+        xml.element("itunes:image", [("href", show.artwork.url(size: 600))])
+        xml.raw("\n\t<itunes:owner>\n\t\t")
+        xml.element("itunes:name", text: show.artistName)
+        xml.raw("\n\t\t")
+        xml.element("itunes:email", text: "podcast\(id)@feeds.storesim.test")
+        xml.raw("\n\t</itunes:owner>\n\t")
+        xml.element("copyright", text: show.artistName)
+        xml.raw("\n\t<image>\n\t\t")
+        xml.element("title", faulty: show.shownTitle)
+        xml.raw("\n\t\t")
+        xml.element("url", text: show.artwork.url(size: 600))
+        xml.raw("\n\t\t")
+        xml.element("link", text: link)
+        xml.raw("\n\t</image>\n\t")
+        if let parent = show.genre.parent {
+            xml.open("itunes:category", [("text", parent.name)])
+            xml.raw("\n\t\t")
+            xml.element("itunes:category", [("text", show.genre.name)])
+            xml.raw("\n\t")
+            xml.close("itunes:category")
+        } else {
+            xml.element("itunes:category", [("text", show.genre.name)])
+        }
+        for n in numbers.reversed() {
+            let e = podcasts.episode(i, number: n, fixed: show.fixed, nights: show.nights)
+            let index = podcasts.episodeIndex(podcast: i, number: n)
+            let episodeMarks = podcasts.faults.marks(tag: PodcastCatalog.episodeTag, index: index)
+            let title = podcasts.faults.title(e.title, marks: episodeMarks, tag: PodcastCatalog.episodeTag, index: index)
+            xml.raw("\n\t<item>\n\t\t")
+            xml.element("title", faulty: title)
+            xml.raw("\n\t\t")
+            xml.element("link", text: "\(link)/episodes/\(n)")
+            xml.raw("\n\t\t")
+            xml.element("pubDate", text: e.release.rfc2822)
+            xml.raw("\n\t\t")
+            xml.element("guid", [("isPermaLink", "false")], text: e.guid)
+            xml.raw("\n\t\t")
+            xml.element("description", text: podcasts.faults.huge(e.description, marks: episodeMarks))
+            xml.raw("\n\t\t<content:encoded>")
+            xml.cdata("<p>\(e.description)</p>")
+            xml.raw("</content:encoded>\n\t\t")
+            xml.element("enclosure", [("url", podcasts.episodeURL(i, e)), ("length", String(e.bytes)),
+                                      ("type", e.fileExtension == "mp3" ? "audio/mpeg" : "audio/x-m4a")])
+            xml.raw("\n\t\t")
+            xml.element("itunes:author", text: show.artistName)
+            xml.raw("\n\t\t")
+            xml.element("itunes:episode", text: String(n))
+            xml.raw("\n\t\t")
+            xml.element("itunes:title", faulty: title)
+            xml.raw("\n\t\t")
+            xml.element("itunes:duration", text: duration(e.millis))
+            xml.raw("\n\t\t</item>")
+        }
+        xml.raw("\n</channel>\n</rss>\n")
+        return xml.bytes
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Catalog
+import Foundation
+import Logging
+import StoreSim
+
+/// `storesync simulate`: serves the offline world so any job, or curl, can use it.
+struct Simulate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the simulated iTunes Store and marketplace on this machine.",
+        discussion: Simulate.discussion
+    )
+
+    static var discussion: String {
+        let endpoints = SimulatorServer.endpointDocumentation.map { "  \($0.path)\n      \($0.description)" }
+        let faults = FaultPlan.documentation.map { "  \($0.name)\n      \($0.description)" }
+        return """
+            The world is deterministic: the same seed and night always serve the same bytes, and night N differs \
+            from night N-1 by the configured churn. Point a job at it with `baseURL: http://HOST:PORT` on each source. \
+            URLs inside bodies use the fixed hosts *.storesim.test so records do not change with the port.
+
+            ENDPOINTS
+            \(endpoints.joined(separator: "\n"))
+
+            FAULTS (--fault NAME[:VALUE], repeatable)
+            \(faults.joined(separator: "\n"))
+            """
+    }
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0: any free port, printed at start).")
+    var port = 0
+
+    @Option(help: "World seed.")
+    var seed: UInt64 = 42
+
+    @Option(help: "The night to serve (1 = the first).")
+    var night = 1
+
+    @Option(help: "Podcasts on night 1.")
+    var podcasts = 2_000
+
+    @Option(help: "Marketplace products on night 1.")
+    var products = 1_000
+
+    @Option(name: .customLong("fault"), help: "A fault to switch on, NAME[:VALUE]; see the list above.")
+    var faults: [String] = []
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        guard night >= 1 else { throw ValidationError("--night starts at 1") }
+        do { _ = try FaultPlan.parse(faults) } catch { throw ValidationError("\(error)") }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        let plan = try FaultPlan.parse(faults)
+        let world = World(config: SimulatorConfig(seed: seed, podcastCount: podcasts, productCount: products, faults: plan))
+        let server = try await SimulatorServer.start(world: world, night: night, host: host, port: port)
+        // Unbuffered, so a script that started us in the background can read the address at once.
+        let banner = """
+            storesync simulator: night \(night), seed \(seed), faults \(plan) — serving \(server.baseURL.absoluteString)
+            try: curl '\(server.baseURL.absoluteString)/search?term=news&media=podcast&limit=2'
+
+            """
+        FileHandle.standardOutput.write(Data(banner.utf8))
+        // Serve until interrupted; then stop cleanly (the port is released).
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM])
+        for await _ in signals.stream { break }
+        await server.shutdown()
+    }
+}
+
+/// Delivers SIGINT/SIGTERM as an async stream instead of killing the process.
+final class SignalWatcher: @unchecked Sendable {
+    // Written once in init and only cancelled in deinit: never mutated concurrently.
+    private var sources: [any DispatchSourceSignal] = []
+    let stream: AsyncStream<Int32>
+
+    init(signals: [Int32]) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        self.stream = stream
+        sources = signals.map { signalNumber in
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { continuation.yield(signalNumber) }
+            source.resume()
+            return source
+        }
+    }
+
+    deinit { sources.forEach { $0.cancel() } }
+}

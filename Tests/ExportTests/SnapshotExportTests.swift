@@ -1,0 +1,81 @@
+import Catalog
+import Export
+import Foundation
+import GRDB
+import Logging
+import Snapshot
+import Testing
+import TestSupport
+
+/// Exports over a snapshot built by hand, with fixed times: fully deterministic.
+@Suite struct SnapshotExportTests {
+    let directory = TestPaths.temporaryDirectory("snapshot-export")
+    static let started = Date(timeIntervalSince1970: 1_795_308_886)
+
+    func store() async throws -> (SnapshotStore, Int64) {
+        let store = try SnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
+        let run = try store.beginRun(job: "golden", at: Self.started, simulated: true)
+        func podcast(_ id: Int, _ name: String) -> Catalog.Record {
+            Catalog.Record(entity: .podcast, key: String(id), fields: [
+                "trackName": .string(name), "primaryGenreName": .string("Music"), "releaseDate": .string("2026-11-20T10:00:00Z"),
+                "feedUrl": .string("http://feeds.storesim.test/feeds/\(id).xml"),
+            ])
+        }
+        func entry(_ rank: Int, _ item: Int, _ name: String) -> Catalog.Record {
+            Catalog.Record(entity: .chartEntry, key: ChartEntry.key(chart: "toppodcasts", country: "us", genreID: "1310", rank: rank), fields: [
+                ChartEntry.chart: .string("toppodcasts"), ChartEntry.country: .string("us"), ChartEntry.genreID: .string("1310"),
+                ChartEntry.genreName: .string("Music"), ChartEntry.rank: .int(Int64(rank)), ChartEntry.itemEntity: .string("podcast"),
+                ChartEntry.itemKey: .string(String(item)), ChartEntry.name: .string(name),
+                ChartEntry.artistName: .string("Artist <\(rank)>"), ChartEntry.link: .string("https://example.com/\(item)"),
+            ])
+        }
+        _ = try await store.apply(PageInput(runID: run.id, source: "pods", scope: "s", page: 0,
+                                            records: [podcast(11, "Eleven & Co"), podcast(22, "Twenty-two")]))
+        _ = try await store.apply(PageInput(runID: run.id, source: "charts", scope: "c", page: 0,
+                                            records: [entry(2, 22, "Chart name 22"), entry(1, 11, "Chart name 11"), entry(3, 33, "Not stored")]))
+        try store.finishRun(run.id, status: .ok, message: nil, at: Self.started.addingTimeInterval(2))
+        var totals = RunTotals()
+        totals.requests = 4
+        totals.retries = 1
+        totals.seconds = 2.5
+        totals.warnings = ["a \"quoted\" warning"]
+        try store.recordTotals(run.id, totals)
+        return (store, run.id)
+    }
+
+    func context(_ store: SnapshotStore, _ runID: Int64) -> ExportContext {
+        ExportContext(store: store, runID: runID, jobName: "golden", runDate: Self.started,
+                      outputDirectory: directory.appendingPathComponent("out").path)
+    }
+
+    @Test func chartViewRanksItemsWithTheirStoredNames() async throws {
+        let (store, runID) = try await store()
+        _ = try SnapshotExporter.export([.sqlite(path: "db.sqlite")], context: context(store, runID), logger: Logger(label: "t"))
+        let db = try DatabaseQueue(path: directory.appendingPathComponent("out/db.sqlite").path)
+        let rows = try await db.read { db in
+            try Row.fetchAll(db, sql: "SELECT rank, item_key, name FROM charts").map { "\($0["rank"] as Int) \($0["item_key"] as String) \($0["name"] as String)" }
+        }
+        #expect(rows == ["1 11 Eleven & Co", "2 22 Twenty-two", "3 33 Not stored"])
+    }
+
+    @Test func topFeedListsTheChartInRankOrder() async throws {
+        let (store, runID) = try await store()
+        let spec = FeedExportSpec(kind: .top, rssPath: "top-{genre}.xml", atomPath: nil, title: "Top {genre} podcasts",
+                                  selfURL: "https://example.com/top-{genre}.xml", link: "https://example.com/",
+                                  description: "Top", chart: "toppodcasts")
+        let files = try SnapshotExporter.export([.feed(spec)], context: context(store, runID), logger: Logger(label: "t"))
+        #expect(files.map { URL(fileURLWithPath: $0.path).lastPathComponent } == ["top-Music.xml"])
+        let text = try String(contentsOfFile: files[0].path, encoding: .utf8)
+        let titles = text.components(separatedBy: "<title>").dropFirst(2).map { $0.components(separatedBy: "</title>")[0] }
+        #expect(titles == ["#1 Chart name 11 — Artist &lt;1&gt;", "#2 Chart name 22 — Artist &lt;2&gt;", "#3 Not stored — Artist &lt;3&gt;"])
+    }
+
+    @Test func runReportAndMetricsMatchTheirGoldenFiles() async throws {
+        let (store, runID) = try await store()
+        let files = try SnapshotExporter.export([.runReport(path: "report.json"), .metrics(path: "storesync.prom")],
+                                                context: context(store, runID), logger: Logger(label: "t"))
+        #expect(files.count == 2)
+        try FeedGolden.check(Array(try Data(contentsOf: URL(fileURLWithPath: files[0].path))), against: "run-report.json")
+        try FeedGolden.check(Array(try Data(contentsOf: URL(fileURLWithPath: files[1].path))), against: "storesync.prom")
+    }
+}
