@@ -45,8 +45,13 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: "Marketplace products on night 1.")
     var products = 1_000
 
-    @Option(name: .customLong("fault"), help: "A fault to switch on, NAME[:VALUE]; see the list above.")
-    var faults: [String] = []
+    @Option(name: [.customLong("fault"), .customLong("faults")],
+            help: "Faults to switch on, NAME[:VALUE], repeatable or comma-separated; see the list above.")
+    var faultOptions: [String] = []
+
+    var faults: [String] {
+        faultOptions.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty }
+    }
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }

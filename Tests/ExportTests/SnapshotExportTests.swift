@@ -78,4 +78,37 @@ import TestSupport
         try FeedGolden.check(Array(try Data(contentsOf: URL(fileURLWithPath: files[0].path))), against: "run-report.json")
         try FeedGolden.check(Array(try Data(contentsOf: URL(fileURLWithPath: files[1].path))), against: "storesync.prom")
     }
+
+    @Test func musicAndEpisodeFeedsListNewestFirstWithEnclosures() async throws {
+        let store = try SnapshotStore(path: directory.appendingPathComponent("music.sqlite").path)
+        let run = try store.beginRun(job: "m", at: Self.started, simulated: false)
+        let records = [
+            Catalog.Record(entity: .song, key: "1", fields: ["trackName": .string("Old song"), "artistName": .string("A"),
+                                                            "releaseDate": .string("2020-01-01T00:00:00Z")]),
+            Catalog.Record(entity: .album, key: "2", fields: ["collectionName": .string("New album"), "artistName": .string("B & C"),
+                                                             "releaseDate": .string("2026-11-20T00:00:00Z")]),
+            Catalog.Record(entity: .episode, key: "3", fields: [
+                "trackName": .string("Episode <1>"), "collectionName": .string("Show"), "releaseDate": .string("2026-11-21T08:00:00Z"),
+                "episodeUrl": .string("https://cdn.example.com/e1.mp3"), "episodeFileSize": .string("1234"),
+                "trackTimeMillis": .int(61_000), "description": .string("A & B\nsecond line"),
+            ]),
+        ]
+        _ = try await store.apply(PageInput(runID: run.id, source: "s", scope: "x", page: 0, records: records))
+        try store.finishRun(run.id, status: .ok, message: nil, at: Self.started)
+        let context = ExportContext(store: store, runID: run.id, jobName: "m", runDate: Self.started,
+                                    outputDirectory: directory.appendingPathComponent("out").path)
+        let music = FeedExportSpec(kind: .musicNew, rssPath: "music.xml", atomPath: "music.atom", title: "New music",
+                                   selfURL: "https://e.com/music.xml", link: "https://e.com/", description: "New")
+        let episodes = FeedExportSpec(kind: .episodesNew, rssPath: "episodes.xml", atomPath: nil, title: "New episodes",
+                                      selfURL: "https://e.com/episodes.xml", link: "https://e.com/", description: "New")
+        let files = try SnapshotExporter.export([.feed(music), .feed(episodes)], context: context, logger: Logger(label: "t"))
+        #expect(files.map(\.rows) == [2, 2, 1])
+        let musicText = try String(contentsOfFile: files[0].path, encoding: .utf8)
+        let newAlbum = try #require(musicText.range(of: "New album"))
+        let oldSong = try #require(musicText.range(of: "Old song"))
+        #expect(newAlbum.lowerBound < oldSong.lowerBound, "newest first")
+        let episodeText = try String(contentsOfFile: files[2].path, encoding: .utf8)
+        #expect(episodeText.contains("<enclosure url=\"https://cdn.example.com/e1.mp3\" length=\"1234\" type=\"audio/mpeg\"/>"))
+        #expect(episodeText.contains("<itunes:duration>"))
+    }
 }
