@@ -290,14 +290,15 @@ enum FeedExport {
     }
 
     /// iTunes dates are ISO 8601 with `Z` (sometimes with fractions); the
-    /// marketplace's are local `yyyy-MM-ddTHH:mm:ss` (read as UTC).
+    /// marketplace's are local `yyyy-MM-ddTHH:mm:ss` (read as UTC). Format
+    /// styles are values: made once, shared by every item.
+    static let iso8601 = Date.ISO8601FormatStyle()
+    static let iso8601Fractional = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
     static func parseDate(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        if let date = plain.date(from: text) { return date }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = fractional.date(from: text) { return date }
-        return plain.date(from: String(text.prefix(19)) + "Z")
+        if let date = try? iso8601.parse(text) { return date }
+        if let date = try? iso8601Fractional.parse(text) { return date }
+        return try? iso8601.parse(String(text.prefix(19)) + "Z")
     }
 
     // MARK: OPML
