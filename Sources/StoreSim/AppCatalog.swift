@@ -2,7 +2,7 @@
 /// (line breaks before the long members, `fileSizeBytes` a string, prices
 /// with two decimals). Mutable groups: a new version (version, dates,
 /// release notes, size, current-version ratings), the price and the ratings.
-struct AppCatalog: TimelineCatalog {
+struct AppCatalog: TimelineCatalog, ScrambledIDCatalog {
     static let tag: UInt64 = 0x4150_5053  // "APPS"
     var tag: UInt64 { Self.tag }
 
@@ -23,13 +23,6 @@ struct AppCatalog: TimelineCatalog {
         timeline = Timeline(seed: seed, tag: Self.tag, initialCount: count, churn: churn, groupWeights: Self.groupWeights)
         ids = IDScrambler(offset: 2_620_000_000, bits: 27, key: StableRandom.hash(seed, Self.tag, 1))
         developerIDs = IDScrambler(offset: 2_760_000_000, bits: 8, key: StableRandom.hash(seed, Self.tag, 2))
-    }
-
-    func key(_ i: Int) -> String { String(ids.id(for: i)) }
-
-    func index(forKey key: String) -> Int? {
-        guard let id = Int(key) else { return nil }
-        return ids.index(for: id)
     }
 
     struct Fixed {

@@ -1,6 +1,6 @@
 /// Audiobooks (`wrapperType` audiobook, no `kind`, key: collectionId).
 /// Mutable groups: the price and the artwork.
-struct AudiobookCatalog: TimelineCatalog {
+struct AudiobookCatalog: TimelineCatalog, ScrambledIDCatalog {
     static let tag: UInt64 = 0x4155_4449_4F42  // "AUDIOB"
     var tag: UInt64 { Self.tag }
 
@@ -19,13 +19,6 @@ struct AudiobookCatalog: TimelineCatalog {
         timeline = Timeline(seed: seed, tag: Self.tag, initialCount: count, churn: churn, groupWeights: [0.6, 0.4])
         ids = IDScrambler(offset: 2_780_000_000, bits: 26, key: StableRandom.hash(seed, Self.tag, 1))
         authorIDs = IDScrambler(offset: 2_850_000_000, bits: 8, key: StableRandom.hash(seed, Self.tag, 2))
-    }
-
-    func key(_ i: Int) -> String { String(ids.id(for: i)) }
-
-    func index(forKey key: String) -> Int? {
-        guard let id = Int(key) else { return nil }
-        return ids.index(for: id)
     }
 
     struct Fixed {
@@ -115,7 +108,7 @@ struct AudiobookCatalog: TimelineCatalog {
 /// E-books (`kind` ebook, no `wrapperType`, key: trackId). No sample of a
 /// real e-book row was recorded; the key set follows the real service's
 /// e-book rows as documented by its users. Mutable groups: the price and the ratings.
-struct EbookCatalog: TimelineCatalog {
+struct EbookCatalog: TimelineCatalog, ScrambledIDCatalog {
     static let tag: UInt64 = 0x4542_4F4F_4B53  // "EBOOKS"
     var tag: UInt64 { Self.tag }
 
@@ -134,13 +127,6 @@ struct EbookCatalog: TimelineCatalog {
         timeline = Timeline(seed: seed, tag: Self.tag, initialCount: count, churn: churn, groupWeights: [0.5, 0.5])
         ids = IDScrambler(offset: 2_870_000_000, bits: 27, key: StableRandom.hash(seed, Self.tag, 1))
         authorIDs = IDScrambler(offset: 2_860_000_000, bits: 8, key: StableRandom.hash(seed, Self.tag, 2))
-    }
-
-    func key(_ i: Int) -> String { String(ids.id(for: i)) }
-
-    func index(forKey key: String) -> Int? {
-        guard let id = Int(key) else { return nil }
-        return ids.index(for: id)
     }
 
     struct Fixed {

@@ -45,6 +45,21 @@ extension TimelineCatalog {
     func aliveIndices(night: Int) -> [Int] { timeline.aliveIndices(night: night) }
 }
 
+/// A catalog whose keys are its indices run through an ``IDScrambler``:
+/// the key and its inverse come from the scrambler alone.
+protocol ScrambledIDCatalog: ItemCatalog {
+    var ids: IDScrambler { get }
+}
+
+extension ScrambledIDCatalog {
+    func key(_ i: Int) -> String { String(ids.id(for: i)) }
+
+    func index(forKey key: String) -> Int? {
+        guard let id = Int(key) else { return nil }
+        return ids.index(for: id)
+    }
+}
+
 /// Small shared pieces of iTunes rows.
 enum ITunesText {
     /// The calendar day of night 1 in every iTunes catalog.

@@ -2,7 +2,7 @@
 /// in the real rows. Mutable groups: the price (trackPrice, trackHdPrice),
 /// the artwork and the description (long and short). Collection fields are
 /// fixed, so a movie's change never touches its siblings' rows.
-struct MovieCatalog: TimelineCatalog {
+struct MovieCatalog: TimelineCatalog, ScrambledIDCatalog {
     static let tag: UInt64 = 0x4D4F_5649_4553  // "MOVIES"
     var tag: UInt64 { Self.tag }
 
@@ -26,13 +26,6 @@ struct MovieCatalog: TimelineCatalog {
         ids = IDScrambler(offset: 2_520_000_000, bits: 26, key: StableRandom.hash(seed, Self.tag, 1))
         collectionIDs = IDScrambler(offset: 2_590_000_000, bits: 24, key: StableRandom.hash(seed, Self.tag, 2))
         studioIDs = IDScrambler(offset: 2_610_000_000, bits: 8, key: StableRandom.hash(seed, Self.tag, 3))
-    }
-
-    func key(_ i: Int) -> String { String(ids.id(for: i)) }
-
-    func index(forKey key: String) -> Int? {
-        guard let id = Int(key) else { return nil }
-        return ids.index(for: id)
     }
 
     struct Fixed {
