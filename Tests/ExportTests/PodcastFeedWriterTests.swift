@@ -22,70 +22,12 @@ private final class ParsedFeed {
     var root: xmlNodePtr { xmlDocGetRootElement(doc)! }
 }
 
-/// `prefix:name` of an element (or just `name`).
-private func qualifiedName(_ node: xmlNodePtr) -> String {
-    let local = String(cString: node.pointee.name)
-    if let prefix = node.pointee.ns?.pointee.prefix { return String(cString: prefix) + ":" + local }
-    return local
-}
-
-private func childElements(_ node: xmlNodePtr, _ name: String) -> [xmlNodePtr] {
-    var result: [xmlNodePtr] = []
-    var child = node.pointee.children
-    while let c = child {
-        if c.pointee.type == XML_ELEMENT_NODE, qualifiedName(c) == name { result.append(c) }
-        child = c.pointee.next
-    }
-    return result
-}
-
-private func child(_ node: xmlNodePtr, _ name: String) -> xmlNodePtr? { childElements(node, name).first }
-
-/// The concatenated text of a node's text and CDATA children (what a feed reader gets).
-private func textContent(_ node: xmlNodePtr?) -> String? {
-    guard let node else { return nil }
-    var bytes: [UInt8] = []
-    var child = node.pointee.children
-    while let c = child {
-        if c.pointee.type == XML_TEXT_NODE || c.pointee.type == XML_CDATA_SECTION_NODE, let content = c.pointee.content {
-            var p = content
-            while p.pointee != 0 { bytes.append(p.pointee); p += 1 }
-        }
-        child = c.pointee.next
-    }
-    return String(decoding: bytes, as: UTF8.self)
-}
-
-private func attribute(_ node: xmlNodePtr?, _ name: String) -> String? {
-    guard let node else { return nil }
-    var property = node.pointee.properties
-    while let p = property {
-        if String(cString: p.pointee.name) == name {
-            var bytes: [UInt8] = []
-            var child = p.pointee.children
-            while let c = child {
-                if let content = c.pointee.content {
-                    var q = content
-                    while q.pointee != 0 { bytes.append(q.pointee); q += 1 }
-                }
-                child = c.pointee.next
-            }
-            return String(decoding: bytes, as: UTF8.self)
-        }
-        property = p.pointee.next
-    }
-    return nil
-}
-
 /// What an HTML renderer makes of the escaped text (the four entities we produce).
 private func htmlUnescaped(_ s: String) -> String {
     s.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
         .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&amp;", with: "&")
 }
 
-private func goldenURL(_ name: String, file: String = #filePath) -> URL {
-    URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent("Golden").appendingPathComponent(name)
-}
 
 @Suite struct PodcastFeedWriterTests {
     /// 2026-11-22 00:54:46 UTC, a Sunday.
@@ -144,33 +86,33 @@ private func goldenURL(_ name: String, file: String = #filePath) -> URL {
         try XMLValidator.validateStrict(Data(bytes), name: "tricky.xml")
 
         let parsed = try ParsedFeed(bytes)
-        #expect(qualifiedName(parsed.root) == "rss")
-        #expect(attribute(parsed.root, "version") == "2.0")
-        let channel = try #require(child(parsed.root, "channel"))
-        #expect(textContent(child(channel, "title")) == "Joe <Live> & Co ")
-        #expect(htmlUnescaped(textContent(child(channel, "description")) ?? "") == Self.channel.description)
-        #expect(textContent(child(channel, "link")) == Self.channel.link)
-        #expect(textContent(child(channel, "itunes:author")) == "Joe & Ann")
+        #expect(FeedXML.qualifiedName(parsed.root) == "rss")
+        #expect(FeedXML.attribute(parsed.root, "version") == "2.0")
+        let channel = try #require(FeedXML.child(parsed.root, "channel"))
+        #expect(FeedXML.text(FeedXML.child(channel, "title")) == "Joe <Live> & Co ")
+        #expect(htmlUnescaped(FeedXML.text(FeedXML.child(channel, "description")) ?? "") == Self.channel.description)
+        #expect(FeedXML.text(FeedXML.child(channel, "link")) == Self.channel.link)
+        #expect(FeedXML.text(FeedXML.child(channel, "itunes:author")) == "Joe & Ann")
 
-        let readItems = childElements(channel, "item")
+        let readItems = FeedXML.children(channel, "item")
         #expect(readItems.count == items.count)
         for (node, item) in zip(readItems, items) {
             let expected = XMLText.xmlSafe(item.title)
-            #expect(textContent(child(node, "title")) == expected)
-            #expect(textContent(child(node, "itunes:author")) == expected)
+            #expect(FeedXML.text(FeedXML.child(node, "title")) == expected)
+            #expect(FeedXML.text(FeedXML.child(node, "itunes:author")) == expected)
             // Feed readers render <description> as HTML: after HTML-unescaping, the text is the input.
-            #expect(htmlUnescaped(textContent(child(node, "description")) ?? "<missing>") == XMLText.xmlSafe(item.description))
-            #expect(textContent(child(node, "guid")) == item.guid)
-            #expect(attribute(child(node, "guid"), "isPermaLink") == "false")
-            #expect(textContent(child(node, "link")) == item.link)
-            #expect(attribute(child(node, "enclosure"), "url") == item.enclosure?.url)
-            #expect(attribute(child(node, "enclosure"), "length") == item.enclosure.map { String($0.length) })
-            #expect(attribute(child(node, "itunes:image"), "href") == item.imageURL)
-            #expect(textContent(child(node, "itunes:explicit")) == (item.explicit == true ? "true" : "false"))
-            #expect(textContent(child(node, "itunes:duration")) == item.durationSeconds.map(String.init))
+            #expect(htmlUnescaped(FeedXML.text(FeedXML.child(node, "description")) ?? "<missing>") == XMLText.xmlSafe(item.description))
+            #expect(FeedXML.text(FeedXML.child(node, "guid")) == item.guid)
+            #expect(FeedXML.attribute(FeedXML.child(node, "guid"), "isPermaLink") == "false")
+            #expect(FeedXML.text(FeedXML.child(node, "link")) == item.link)
+            #expect(FeedXML.attribute(FeedXML.child(node, "enclosure"), "url") == item.enclosure?.url)
+            #expect(FeedXML.attribute(FeedXML.child(node, "enclosure"), "length") == item.enclosure.map { String($0.length) })
+            #expect(FeedXML.attribute(FeedXML.child(node, "itunes:image"), "href") == item.imageURL)
+            #expect(FeedXML.text(FeedXML.child(node, "itunes:explicit")) == (item.explicit == true ? "true" : "false"))
+            #expect(FeedXML.text(FeedXML.child(node, "itunes:duration")) == item.durationSeconds.map(String.init))
         }
         // The carriage returns survive the round trip (escaped as &#13; by the writer).
-        #expect(textContent(child(readItems[3], "title")) == "Tab\tLF\nCR\rCRLF\r\n kept")
+        #expect(FeedXML.text(FeedXML.child(readItems[3], "title")) == "Tab\tLF\nCR\rCRLF\r\n kept")
     }
 
     @Test func descriptionIsDoubleEscapedOnTheWire() throws {
@@ -191,22 +133,22 @@ private func goldenURL(_ name: String, file: String = #filePath) -> URL {
             ns = n.pointee.next
         }
         #expect(namespaces == ["itunes": PodcastFeedWriter.itunesNamespace, "atom": PodcastFeedWriter.atomNamespace])
-        let channel = try #require(child(root, "channel"))
-        let selfLink = child(channel, "atom:link")
-        #expect(attribute(selfLink, "href") == Self.channel.selfURL)
-        #expect(attribute(selfLink, "rel") == "self")
-        #expect(attribute(selfLink, "type") == "application/rss+xml")
-        #expect(attribute(child(channel, "itunes:image"), "href") == Self.channel.imageURL)
-        #expect(textContent(child(channel, "itunes:explicit")) == "false")
-        #expect(textContent(child(channel, "itunes:type")) == "episodic")
-        #expect(textContent(child(channel, "lastBuildDate")) == "Sun, 22 Nov 2026 00:54:46 +0000")
-        #expect(textContent(child(channel, "language")) == "en-us")
+        let channel = try #require(FeedXML.child(root, "channel"))
+        let selfLink = FeedXML.child(channel, "atom:link")
+        #expect(FeedXML.attribute(selfLink, "href") == Self.channel.selfURL)
+        #expect(FeedXML.attribute(selfLink, "rel") == "self")
+        #expect(FeedXML.attribute(selfLink, "type") == "application/rss+xml")
+        #expect(FeedXML.attribute(FeedXML.child(channel, "itunes:image"), "href") == Self.channel.imageURL)
+        #expect(FeedXML.text(FeedXML.child(channel, "itunes:explicit")) == "false")
+        #expect(FeedXML.text(FeedXML.child(channel, "itunes:type")) == "episodic")
+        #expect(FeedXML.text(FeedXML.child(channel, "lastBuildDate")) == "Sun, 22 Nov 2026 00:54:46 +0000")
+        #expect(FeedXML.text(FeedXML.child(channel, "language")) == "en-us")
 
-        let categories = childElements(channel, "itunes:category")
-        #expect(categories.map { attribute($0, "text") } == ["Technology", "Society & Culture"])
-        #expect(childElements(categories[0], "itunes:category").map { attribute($0, "text") } == ["Tech News"])
-        #expect(childElements(categories[1], "itunes:category").isEmpty)
-        #expect(childElements(channel, "item").isEmpty)
+        let categories = FeedXML.children(channel, "itunes:category")
+        #expect(categories.map { FeedXML.attribute($0, "text") } == ["Technology", "Society & Culture"])
+        #expect(FeedXML.children(categories[0], "itunes:category").map { FeedXML.attribute($0, "text") } == ["Tech News"])
+        #expect(FeedXML.children(categories[1], "itunes:category").isEmpty)
+        #expect(FeedXML.children(channel, "item").isEmpty)
     }
 
     @Test func rfc822Dates() {
@@ -218,7 +160,7 @@ private func goldenURL(_ name: String, file: String = #filePath) -> URL {
 
     @Test func goldenTwoItemFeed() throws {
         let bytes = try PodcastFeedWriter().render(channel: Self.channel, items: Self.twoItems)
-        let url = goldenURL("podcast-feed-2-items.xml")
+        let url = FeedGolden.url("podcast-feed-2-items.xml")
         if ProcessInfo.processInfo.environment["STORESYNC_UPDATE_GOLDENS"] == "1" {
             try AtomicFile.write(bytes, to: url)
         }
@@ -251,7 +193,7 @@ private func goldenURL(_ name: String, file: String = #filePath) -> URL {
         let bytes = try PodcastFeedWriter(indent: false).render(channel: Self.channel, items: Self.trickyItems())
         try XMLValidator.validateStrict(Data(bytes), name: "compact.xml")
         let parsed = try ParsedFeed(bytes)
-        #expect(childElements(try #require(child(parsed.root, "channel")), "item").count == Self.trickyTexts.count)
+        #expect(FeedXML.children(try #require(FeedXML.child(parsed.root, "channel")), "item").count == Self.trickyTexts.count)
     }
 
     @Test func invalidDocumentIsNeverPublished() throws {
