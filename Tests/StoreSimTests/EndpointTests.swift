@@ -238,17 +238,6 @@ struct WireFormatTests {
         return (sets.reduce(Set()) { $0.union($1) }, sets.dropFirst().reduce(sets.first ?? []) { $0.intersection($1) })
     }
 
-    func kind(_ value: JSONValue) -> String {
-        switch value {
-        case .null: "null"
-        case .bool: "bool"
-        case .int, .double: "number"
-        case .string: "string"
-        case .array: "array"
-        case .object: "object"
-        }
-    }
-
     /// Every simulated key exists in the sample with the same JSON type, and
     /// every key all sample rows have is simulated (feedUrl is absent on a few
     /// simulated rows on purpose, as on some real ones).
@@ -263,7 +252,7 @@ struct WireFormatTests {
             #expect(missing.isEmpty, "\(label): a row lacks \(missing)")
             for (key, value) in row {
                 if let real = sample.lazy.compactMap({ $0[key] }).first(where: { $0 != .null }) {
-                    #expect(kind(value) == kind(real), "\(label).\(key): \(kind(value)) vs \(kind(real))")
+                    #expect(jsonKind(value) == jsonKind(real), "\(label).\(key): \(jsonKind(value)) vs \(jsonKind(real))")
                 }
             }
         }
