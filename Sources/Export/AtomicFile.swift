@@ -77,6 +77,35 @@ public enum AtomicFile {
         return result
     }
 
+    /// A file name beside `url` for a writer that builds the file itself (SQLite),
+    /// to be handed to ``publish(temporary:to:)``.
+    public static func temporaryURL(for url: URL) throws -> URL {
+        let destination = url.standardizedFileURL
+        let directory = destination.deletingLastPathComponent()
+        try createDirectories(directory)
+        return directory.appendingPathComponent(temporaryName(for: destination.lastPathComponent))
+    }
+
+    /// Makes a finished temporary file durable (`fsync`) and renames it over
+    /// `url`, then syncs the directory: the same publication step as
+    /// ``write(to:_:)``, for files another library wrote.
+    public static func publish(temporary: URL, to url: URL) throws {
+        let path = temporary.path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ExportError.io(operation: "open", path: path, errno: errno) }
+        if fsync(fd) != 0 {
+            let code = errno
+            _ = close(fd)
+            throw ExportError.io(operation: "fsync", path: path, errno: code)
+        }
+        _ = close(fd)
+        let destination = url.standardizedFileURL
+        if rename(path, destination.path) != 0 {
+            throw ExportError.io(operation: "rename to \(destination.path)", path: path, errno: errno)
+        }
+        syncDirectory(destination.deletingLastPathComponent().path)
+    }
+
     /// Atomically replaces the file at `url` with `bytes`.
     public static func write(_ bytes: some Collection<UInt8>, to url: URL) throws {
         try write(to: url) { sink in

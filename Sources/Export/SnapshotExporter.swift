@@ -91,10 +91,7 @@ public enum SnapshotExporter {
 /// so readers (sqlite3, Datasette) never hold a lock on the live store.
 enum SQLiteExport {
     static func write(to url: URL, context: ExportContext) throws -> ExportedFile {
-        let directory = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        // A name no other writer uses, like AtomicFile's temporaries.
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let temporary = try AtomicFile.temporaryURL(for: url)
         var rows = 0
         do {
             let queue = try DatabaseQueue(path: temporary.path)
@@ -128,11 +125,9 @@ enum SQLiteExport {
                 try db.execute(sql: "DETACH DATABASE snap")
             }
             try queue.close()
-            // The database is built whole under a temporary name, then renamed:
-            // readers see the old file or the new one, never half of one.
-            guard rename(temporary.path, url.path) == 0 else {
-                throw ExportError.io(operation: "rename to \(url.path)", path: temporary.path, errno: errno)
-            }
+            // Built whole under a temporary name, then published like every
+            // other export: readers see the old file or the new one.
+            try AtomicFile.publish(temporary: temporary, to: url)
         } catch {
             try? FileManager.default.removeItem(at: temporary)
             throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)")
