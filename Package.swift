@@ -41,7 +41,7 @@ let package = Package(
             ]
         ),
         // One folder per API: wire types and mapping to Records.
-        .target(name: "Connectors", dependencies: ["Catalog", "Crawl"]),
+        .target(name: "Connectors", dependencies: ["Catalog", "Crawl", "CLibXML2"]),
         // The SQLite snapshot: diff/apply, change log, runs, checkpoints.
         .target(
             name: "Snapshot",

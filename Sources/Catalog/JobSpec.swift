@@ -68,12 +68,25 @@ public struct HTTPSettings: Sendable, Equatable {
     /// Exponential backoff base for retries.
     public var backoffBaseSeconds: Double
     public var backoffMaxSeconds: Double
+    /// Requests a host may send back to back before the per-minute pace applies (token bucket size).
+    public var burst: Int
+    /// Scopes of one source crawled at once (pages of one scope stay in order).
+    public var concurrency: Int
+    /// Consecutive failed pages after which a source stops (its remaining scopes incomplete).
+    public var circuitBreakerThreshold: Int
+    /// How long a response fetched in this run is reused for the same URL; 0 = never.
+    public var cacheTTLSeconds: Double
 
     public init(
         timeoutSeconds: Double = 30, userAgent: String = "storesync/0.1 (+https://github.com/storesync/storesync)",
         maxAttempts: Int = 4, requestsPerMinute: [String: Double] = ["itunes.apple.com": 20],
-        defaultRequestsPerMinute: Double? = nil, backoffBaseSeconds: Double = 1, backoffMaxSeconds: Double = 60
+        defaultRequestsPerMinute: Double? = nil, backoffBaseSeconds: Double = 1, backoffMaxSeconds: Double = 60,
+        burst: Int = 1, concurrency: Int = 4, circuitBreakerThreshold: Int = 5, cacheTTLSeconds: Double = 600
     ) {
+        self.burst = burst
+        self.concurrency = concurrency
+        self.circuitBreakerThreshold = circuitBreakerThreshold
+        self.cacheTTLSeconds = cacheTTLSeconds
         self.timeoutSeconds = timeoutSeconds
         self.userAgent = userAgent
         self.maxAttempts = maxAttempts
@@ -103,14 +116,21 @@ public struct RemovalPolicy: Sendable, Equatable {
 }
 
 public enum SourceKind: String, Sendable, CaseIterable {
+    case itunesGenres = "itunes-genres"
+    case itunesCharts = "itunes-charts"
     case itunesSearch = "itunes-search"
+    case itunesLookup = "itunes-lookup"
     case marketplace
+    case podcastFeed = "podcast-feed"
+    case recordsFile = "records-file"
 
     /// The real service; used unless the job sets `baseURL` or runs the simulator.
-    public var defaultBaseURL: URL {
+    /// nil for sources whose addresses come from records (feeds) or the disk.
+    public var defaultBaseURL: URL? {
         switch self {
-        case .itunesSearch: URL(string: "https://itunes.apple.com")!
+        case .itunesGenres, .itunesCharts, .itunesSearch, .itunesLookup: URL(string: "https://itunes.apple.com")!
         case .marketplace: URL(string: "https://openmarket.yagom-academy.kr")!
+        case .podcastFeed, .recordsFile: nil
         }
     }
 }
@@ -124,6 +144,14 @@ public struct SourceSpec: Sendable, Equatable {
     public var removal: RemovalPolicy
     public var settings: SourceSettings
 
+    /// The address crawled when the job sets none and runs no simulator.
+    public var defaultBaseURL: URL? {
+        if case .itunesCharts(let charts) = settings, charts.format == .v2 {
+            return URL(string: "https://rss.applemarketingtools.com")!
+        }
+        return kind.defaultBaseURL
+    }
+
     public init(name: String, kind: SourceKind, baseURL: URL? = nil, removal: RemovalPolicy = .init(), settings: SourceSettings) {
         self.name = name
         self.kind = kind
@@ -134,8 +162,161 @@ public struct SourceSpec: Sendable, Equatable {
 }
 
 public enum SourceSettings: Sendable, Equatable {
+    case itunesGenres(ITunesGenresSettings)
+    case itunesCharts(ITunesChartsSettings)
     case itunesSearch(ITunesSearchSettings)
+    case itunesLookup(ITunesLookupSettings)
     case marketplace(MarketplaceSettings)
+    case podcastFeed(PodcastFeedSettings)
+    case recordsFile(RecordsFileSettings)
+
+    /// The earlier source of the same job whose records this source starts
+    /// from (lookup, podcast feeds, charts over a genre tree), if any.
+    public var upstream: String? {
+        switch self {
+        case .itunesCharts(let s): s.genresFrom
+        case .itunesLookup(let s): s.from
+        case .podcastFeed(let s): s.from
+        default: nil
+        }
+    }
+}
+
+/// Which upstream records a dependent source works on.
+public enum InputSelection: String, Sendable, CaseIterable {
+    /// Only records the upstream source added or changed in this run: the
+    /// cheap nightly default, since unchanged items need no new detail.
+    case newOrChanged = "new-or-changed"
+    /// Every current record of the upstream source.
+    case all
+}
+
+/// iTunes genre tree (`/WebObjects/MZStoreServices.woa/ws/genres?id=`): one
+/// scope per root, every genre of the tree a `genre` record.
+public struct ITunesGenresSettings: Sendable, Equatable {
+    /// Root genre ids: 26 Podcasts, 34 Music, 33 Movies, 36 Apps.
+    public var roots: [Int]
+    public var country: String?
+
+    public init(roots: [Int] = [26], country: String? = nil) {
+        self.roots = roots
+        self.country = country
+    }
+}
+
+/// Which chart API a charts source reads.
+public enum ChartFeedFormat: String, Sendable, CaseIterable {
+    /// `/{cc}/rss/{chart}/limit={n}/genre={id}/json`, per genre.
+    case legacy
+    /// `/api/v2/{cc}/{media}/{chart}/{n}/{type}.json` (rss.applemarketingtools.com), no genres.
+    case v2
+}
+
+/// Top charts: every chart × country × genre is one single-page scope. Each
+/// entry becomes a `chart-entry` record (fields named by ``ChartEntry``) plus
+/// the charted item itself.
+public struct ITunesChartsSettings: Sendable, Equatable {
+    public var format: ChartFeedFormat
+    /// Legacy: chart names (`toppodcasts`, `topsongs`, `topalbums`…).
+    /// v2: `media/chart/type` (`music/most-played/albums`, `podcasts/top/podcasts`).
+    public var charts: [String]
+    public var countries: [String]
+    /// Entries per chart (legacy ≤ 200, v2 ≤ 100).
+    public var limit: Int
+    /// A genres source of this job: chart every genre it holds (legacy only).
+    public var genresFrom: String?
+    /// Only these genre ids (legacy only); with `genresFrom`, a filter of its genres.
+    public var genres: [Int]
+    /// Also crawl the all-genres chart.
+    public var includeAllGenres: Bool
+
+    public init(format: ChartFeedFormat = .legacy, charts: [String] = ["toppodcasts"], countries: [String] = ["us"],
+                limit: Int = 100, genresFrom: String? = nil, genres: [Int] = [], includeAllGenres: Bool = true) {
+        self.format = format
+        self.charts = charts
+        self.countries = countries
+        self.limit = limit
+        self.genresFrom = genresFrom
+        self.genres = genres
+        self.includeAllGenres = includeAllGenres
+    }
+}
+
+/// iTunes Lookup (`/lookup?id=`): detail for records of an earlier source.
+public struct ITunesLookupSettings: Sendable, Equatable {
+    /// The source whose records are looked up.
+    public var from: String
+    /// Only upstream records of these entities (empty = all).
+    public var entities: [EntityKind]
+    public var select: InputSelection
+    /// `entity=` of the lookup, e.g. `podcastEpisode` for a podcast's episodes
+    /// (then each looked-up id is its own scope, so missing episodes can be removed).
+    public var lookupEntity: String?
+    /// Ids per request, 1...200.
+    public var batchSize: Int
+    /// Children per looked-up id (`limit=`), with `lookupEntity`.
+    public var limit: Int
+    public var country: String?
+
+    public init(from: String, entities: [EntityKind] = [], select: InputSelection = .newOrChanged,
+                lookupEntity: String? = nil, batchSize: Int = 200, limit: Int = 200, country: String? = nil) {
+        self.from = from
+        self.entities = entities
+        self.select = select
+        self.lookupEntity = lookupEntity
+        self.batchSize = batchSize
+        self.limit = limit
+        self.country = country
+    }
+}
+
+/// Each selected podcast's own RSS feed (its `feedUrl`), one scope per podcast,
+/// every `<item>` an `episode` record.
+public struct PodcastFeedSettings: Sendable, Equatable {
+    /// The source holding the podcasts (their `feedUrl`).
+    public var from: String
+    public var select: InputSelection
+    /// Only these podcast keys (empty = every selected podcast).
+    public var podcasts: [String]
+    /// At most this many feeds per run, in key order.
+    public var maxFeeds: Int?
+
+    public init(from: String, select: InputSelection = .all, podcasts: [String] = [], maxFeeds: Int? = nil) {
+        self.from = from
+        self.select = select
+        self.podcasts = podcasts
+        self.maxFeeds = maxFeeds
+    }
+}
+
+/// The format of a records file.
+public enum RecordsFileFormat: String, Sendable, CaseIterable {
+    /// One JSON object per line.
+    case jsonLines = "jsonl"
+    /// RFC 4180 CSV with a header row.
+    case csv
+}
+
+/// A local JSON Lines or CSV file diffed like any API: one scope, read in pages.
+public struct RecordsFileSettings: Sendable, Equatable {
+    /// Absolute after loading (relative paths resolve against the job file).
+    public var path: String
+    /// nil = from the file name's extension.
+    public var format: RecordsFileFormat?
+    /// The field that identifies a row.
+    public var keyField: String
+    public var entity: EntityKind
+    /// Rows per page (one transaction and checkpoint each).
+    public var pageSize: Int
+
+    public init(path: String, format: RecordsFileFormat? = nil, keyField: String = "id", entity: EntityKind = .record,
+                pageSize: Int = 10_000) {
+        self.path = path
+        self.format = format
+        self.keyField = keyField
+        self.entity = entity
+        self.pageSize = pageSize
+    }
 }
 
 /// iTunes Search: every term × country is one scope, paged by `offset`.
@@ -164,10 +345,14 @@ public struct ITunesSearchSettings: Sendable, Equatable {
 public struct MarketplaceSettings: Sendable, Equatable {
     public var itemsPerPage: Int
     public var maxPages: Int
+    /// Also fetch `/api/products/{id}` for products new or changed in this run
+    /// (stored as `listing-detail` records).
+    public var detail: Bool
 
-    public init(itemsPerPage: Int = 100, maxPages: Int = 10_000) {
+    public init(itemsPerPage: Int = 100, maxPages: Int = 10_000, detail: Bool = false) {
         self.itemsPerPage = itemsPerPage
         self.maxPages = maxPages
+        self.detail = detail
     }
 }
 

@@ -5,6 +5,8 @@ public enum EntityKind: String, Sendable, Hashable, CaseIterable, Comparable {
     case musicVideo = "music-video"
     case chartEntry = "chart-entry"
     case listing
+    /// A marketplace product's detail page (`/api/products/{id}`).
+    case listingDetail = "listing-detail"
     /// A row of a user's own dataset (`records-file` sources).
     case record
 

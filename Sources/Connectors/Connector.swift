@@ -2,35 +2,117 @@ import Catalog
 import Crawl
 import Foundation
 
+/// Where a scope's pages come from.
+public enum PageOrigin: Sendable {
+    /// The URL of the zero-based page `index`.
+    case http(@Sendable (Int) -> URL)
+    /// Pages read from disk (records files), handed over as if they were HTTP
+    /// bodies so the same decode/apply/checkpoint path serves them.
+    case local(@Sendable (Int) throws(StoreSyncError) -> HTTPResponse)
+}
+
 /// One independently crawlable slice of a source (a search term in a
-/// country, the marketplace list). Removals are decided per scope.
+/// country, the marketplace list, one podcast's feed). Removals are decided per scope.
 public struct CrawlScope: Sendable {
     /// Stable across runs: checkpoints and record membership are filed under it.
     public var id: String
     public var pagination: Pagination
-    /// The URL of the zero-based page `index`.
-    public var pageURL: @Sendable (Int) -> URL
+    public var origin: PageOrigin
     public var decode: @Sendable (HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record>
+    /// Whether a complete crawl may remove records the scope no longer lists.
+    /// False for scopes that fetch a chosen subset (lookup batches, details),
+    /// where "not in this answer" says nothing about existence.
+    public var sweeps: Bool
 
     public init(
         id: String, pagination: Pagination, pageURL: @escaping @Sendable (Int) -> URL,
+        sweeps: Bool = true,
+        decode: @escaping @Sendable (HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record>
+    ) {
+        self.init(id: id, pagination: pagination, origin: .http(pageURL), sweeps: sweeps, decode: decode)
+    }
+
+    public init(
+        id: String, pagination: Pagination, origin: PageOrigin, sweeps: Bool = true,
         decode: @escaping @Sendable (HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record>
     ) {
         self.id = id
         self.pagination = pagination
-        self.pageURL = pageURL
+        self.origin = origin
+        self.sweeps = sweeps
         self.decode = decode
+    }
+
+    /// The URL of page `index`, for HTTP scopes.
+    public func pageURL(_ index: Int) -> URL? {
+        if case .http(let url) = origin { return url(index) }
+        return nil
+    }
+}
+
+/// The upstream records a dependent source is built from.
+public struct InputRequest: Sendable, Equatable {
+    /// An earlier source of the same job.
+    public var source: String
+    /// Only these entities (empty = all).
+    public var entities: [EntityKind]
+    public var selection: InputSelection
+
+    public init(source: String, entities: [EntityKind], selection: InputSelection) {
+        self.source = source
+        self.entities = entities
+        self.selection = selection
     }
 }
 
 /// Turns a source of a job into scopes; the only place that knows an API's URLs.
 public enum Connectors {
-    public static func scopes(for source: SourceSpec, baseURL: URL) -> [CrawlScope] {
+    /// What a source needs from the snapshot before its scopes can be built, if anything.
+    public static func inputRequest(for source: SourceSpec) -> InputRequest? {
         switch source.settings {
+        case .itunesCharts(let settings):
+            settings.genresFrom.map { InputRequest(source: $0, entities: [.genre], selection: .all) }
+        case .itunesLookup(let settings):
+            InputRequest(source: settings.from, entities: settings.entities, selection: settings.select)
+        case .podcastFeed(let settings):
+            InputRequest(source: settings.from, entities: [.podcast], selection: settings.select)
+        default:
+            nil
+        }
+    }
+
+    /// The scopes of a source. `baseURL` is where its API lives (nil for
+    /// sources whose URLs come from records or the disk); `inputs` are the
+    /// records ``inputRequest(for:)`` asked for, in key order.
+    public static func scopes(for source: SourceSpec, baseURL: URL?, inputs: [Record] = []) -> [CrawlScope] {
+        let base = baseURL ?? source.defaultBaseURL ?? URL(string: "http://localhost")!
+        switch source.settings {
+        case .itunesGenres(let settings):
+            return ITunesGenres.scopes(settings: settings, baseURL: base)
+        case .itunesCharts(let settings):
+            return ITunesCharts.scopes(settings: settings, baseURL: base, genres: inputs)
         case .itunesSearch(let settings):
-            ITunesSearch.scopes(settings: settings, baseURL: baseURL)
+            return ITunesSearch.scopes(settings: settings, baseURL: base)
+        case .itunesLookup(let settings):
+            return ITunesLookup.scopes(settings: settings, baseURL: base, items: inputs)
         case .marketplace(let settings):
-            MarketplaceList.scopes(settings: settings, baseURL: baseURL)
+            return MarketplaceList.scopes(settings: settings, baseURL: base)
+        case .podcastFeed(let settings):
+            return PodcastFeed.scopes(settings: settings, podcasts: inputs)
+        case .recordsFile(let settings):
+            return RecordsFile.scopes(settings: settings)
+        }
+    }
+
+    /// Scopes a source crawls after its own scopes, for the records they added
+    /// or changed in this run (marketplace product details). Never sweeping.
+    public static func followUpScopes(for source: SourceSpec, baseURL: URL?, newOrChanged: [Record]) -> [CrawlScope] {
+        let base = baseURL ?? source.defaultBaseURL ?? URL(string: "http://localhost")!
+        switch source.settings {
+        case .marketplace(let settings) where settings.detail:
+            return MarketplaceDetail.scopes(baseURL: base, listings: newOrChanged.filter { $0.entity == .listing })
+        default:
+            return []
         }
     }
 }

@@ -52,6 +52,10 @@ public enum EntityColumns {
              .init("bargain_price", "bargain_price", .real), .init("discounted_price", "discounted_price", .real),
              .init("currency", "currency"), .init("stock", "stock", .integer), .init("created_at", "created_at"),
              .init("issued_at", "issued_at"), .init("thumbnail", "thumbnail"), .init("description", "description")]
+        case .listingDetail:
+            [.init("name", "name"), .init("vendor_id", "vendor_id", .integer), .init("price", "price", .real),
+             .init("bargain_price", "bargain_price", .real), .init("currency", "currency"), .init("stock", "stock", .integer),
+             .init("description", "description"), .init("created_at", "created_at"), .init("issued_at", "issued_at")]
         case .genre:
             [.init("name", "name"), .init("parent_id", "parentId"), .init("url", "url")]
         case .artist:

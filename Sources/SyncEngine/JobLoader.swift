@@ -222,11 +222,20 @@ struct NodeReader {
         if let node = value(top, "sources") {
             if let sequence = node.sequence, !sequence.isEmpty {
                 for (n, element) in sequence.enumerated() {
-                    if let source = sourceSpec(element, path: "sources[\(n)]") { sources.append(source) }
+                    if let source = sourceSpec(element, path: "sources[\(n)]", baseDirectory: baseDirectory) { sources.append(source) }
                 }
                 var names = Set<String>()
-                for (n, source) in sources.enumerated() where !names.insert(source.name).inserted {
-                    issue(sequence[n], "sources[\(n)].name", "duplicate source name '\(source.name)': names must be unique")
+                for (n, source) in sources.enumerated() {
+                    if !names.insert(source.name).inserted {
+                        issue(sequence[n], "sources[\(n)].name", "duplicate source name '\(source.name)': names must be unique")
+                    }
+                    // Sources run in the file's order, so what a source starts from must come first.
+                    if let upstream = source.settings.upstream, !names.contains(upstream) || upstream == source.name {
+                        let earlier = sources[..<n].map(\.name)
+                        issue(sequence[n], "sources[\(n)]",
+                              "'\(upstream)' must name an earlier source of this job"
+                              + (earlier.isEmpty ? " (there is none)" : "; earlier sources: \(earlier.joined(separator: ", "))"))
+                    }
                 }
             } else {
                 issue(node, "sources", "expected a non-empty list of sources")
@@ -296,12 +305,63 @@ struct NodeReader {
     }
 
     static let sourceKeys: [SourceKind: [String]] = [
+        .itunesGenres: ["roots", "country"],
+        .itunesCharts: ["format", "charts", "country", "countries", "limit", "genresFrom", "genres", "includeAllGenres"],
         .itunesSearch: ["terms", "media", "entity", "country", "countries", "pageSize", "maxResults"],
-        .marketplace: ["itemsPerPage", "maxPages"],
+        .itunesLookup: ["from", "entities", "select", "lookupEntity", "batchSize", "limit", "country"],
+        .marketplace: ["itemsPerPage", "maxPages", "detail"],
+        .podcastFeed: ["from", "select", "podcasts", "maxFeeds"],
+        .recordsFile: ["path", "format", "keyField", "entity", "pageSize"],
     ]
     static let searchMedia = ["movie", "podcast", "music", "musicVideo", "audiobook", "shortFilm", "tvShow", "software", "ebook", "all"]
 
-    mutating func sourceSpec(_ node: Node, path: String) -> SourceSpec? {
+    static let genreRoots = [26: "Podcasts", 34: "Music", 33: "Movies", 36: "Apps"]
+
+    mutating func countries(_ fields: Fields, path: String) -> [String]? {
+        guard let countries = strings(fields, "countries", path: path) ?? strings(fields, "country", path: path) else { return nil }
+        for country in countries where country.count != 2 || !country.allSatisfy(\.isLetter) {
+            issue(value(fields, "countries") ?? value(fields, "country"), join(path, "countries"),
+                  "'\(country)' is not an ISO 3166 two-letter country code")
+        }
+        return countries.map { $0.lowercased() }
+    }
+
+    mutating func ints(_ fields: Fields, _ key: String, path: String, range: ClosedRange<Int>) -> [Int]? {
+        guard let texts = strings(fields, key, path: path) else { return nil }
+        var out: [Int] = []
+        for (n, text) in texts.enumerated() {
+            guard let number = Int(text), range.contains(number) else {
+                issue(value(fields, key), "\(join(path, key))[\(n)]", "expected a whole number in \(range.lowerBound)...\(range.upperBound), got '\(text)'")
+                continue
+            }
+            out.append(number)
+        }
+        return out
+    }
+
+    mutating func entityKinds(_ fields: Fields, _ key: String, path: String) -> [EntityKind]? {
+        guard let texts = strings(fields, key, path: path) else { return nil }
+        var out: [EntityKind] = []
+        for text in texts {
+            if let kind = EntityKind(rawValue: text) { out.append(kind) } else {
+                issue(value(fields, key), join(path, key),
+                      "unknown entity '\(text)'; one of \(EntityKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+        return out
+    }
+
+    mutating func selection(_ fields: Fields, path: String) -> InputSelection? {
+        guard let text = string(fields, "select", path: path) else { return nil }
+        guard let selection = InputSelection(rawValue: text) else {
+            issue(value(fields, "select"), join(path, "select"),
+                  "expected \(InputSelection.allCases.map(\.rawValue).joined(separator: " or ")), got '\(text)'")
+            return nil
+        }
+        return selection
+    }
+
+    mutating func sourceSpec(_ node: Node, path: String, baseDirectory: String) -> SourceSpec? {
         guard let fields = mapping(node, path: path) else { return nil }
         let name = string(fields, "name", path: path, required: true)
         guard let kindText = string(fields, "kind", path: path, required: true) else { return nil }
@@ -330,13 +390,7 @@ struct NodeReader {
                 }
             }
             search.entity = string(fields, "entity", path: path)
-            if let countries = strings(fields, "countries", path: path) ?? strings(fields, "country", path: path) {
-                for country in countries where country.count != 2 || !country.allSatisfy(\.isLetter) {
-                    issue(value(fields, "countries") ?? value(fields, "country"), join(path, "countries"),
-                          "'\(country)' is not an ISO 3166 two-letter country code")
-                }
-                search.countries = countries.map { $0.lowercased() }
-            }
+            if let countries = countries(fields, path: path) { search.countries = countries }
             if let n = int(fields, "pageSize", path: path, range: 1...200) { search.pageSize = n }
             if let n = int(fields, "maxResults", path: path, range: 1...1_000_000) { search.maxResults = n }
             settings = .itunesSearch(search)
@@ -344,7 +398,89 @@ struct NodeReader {
             var market = MarketplaceSettings()
             if let n = int(fields, "itemsPerPage", path: path, range: 1...1000) { market.itemsPerPage = n }
             if let n = int(fields, "maxPages", path: path, range: 1...1_000_000) { market.maxPages = n }
+            if let flag = bool(fields, "detail", path: path) { market.detail = flag }
             settings = .marketplace(market)
+        case .itunesGenres:
+            var genres = ITunesGenresSettings()
+            if let roots = ints(fields, "roots", path: path, range: 1...Int(Int32.max)) {
+                for (n, root) in roots.enumerated() where !Self.genreRoots.keys.contains(root) {
+                    issue(value(fields, "roots"), "\(join(path, "roots"))[\(n)]",
+                          "\(root) is not a genre root; roots are \(Self.genreRoots.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+                }
+                genres.roots = roots
+            }
+            genres.country = countries(fields, path: path)?.first
+            settings = .itunesGenres(genres)
+        case .itunesCharts:
+            var charts = ITunesChartsSettings()
+            if let format = string(fields, "format", path: path) {
+                if let f = ChartFeedFormat(rawValue: format) { charts.format = f } else {
+                    issue(value(fields, "format"), join(path, "format"),
+                          "unknown chart format '\(format)'; one of \(ChartFeedFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+            }
+            if let names = strings(fields, "charts", path: path) {
+                for (n, chart) in names.enumerated() {
+                    let parts = chart.split(separator: "/", omittingEmptySubsequences: false)
+                    let valid = charts.format == .v2
+                        ? parts.count == 3 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } }
+                        : !chart.isEmpty && chart.allSatisfy { $0.isLetter || $0.isNumber }
+                    if !valid {
+                        issue(value(fields, "charts"), "\(join(path, "charts"))[\(n)]", charts.format == .v2
+                              ? "a v2 chart is media/chart/type, e.g. music/most-played/albums; got '\(chart)'"
+                              : "a legacy chart is a name such as toppodcasts or topsongs; got '\(chart)'")
+                    }
+                }
+                charts.charts = names
+            }
+            if let countries = countries(fields, path: path) { charts.countries = countries }
+            if let n = int(fields, "limit", path: path, range: 1...(charts.format == .v2 ? 100 : 200)) { charts.limit = n }
+            charts.genresFrom = string(fields, "genresFrom", path: path)
+            if let genres = ints(fields, "genres", path: path, range: 1...Int(Int32.max)) { charts.genres = genres }
+            if let flag = bool(fields, "includeAllGenres", path: path) { charts.includeAllGenres = flag }
+            if charts.format == .v2, charts.genresFrom != nil || !charts.genres.isEmpty {
+                issue(value(fields, "genresFrom") ?? value(fields, "genres"), path,
+                      "v2 charts have no genres: remove genresFrom/genres or use format: legacy")
+            }
+            settings = .itunesCharts(charts)
+        case .itunesLookup:
+            let from = string(fields, "from", path: path, required: true) ?? ""
+            var lookup = ITunesLookupSettings(from: from)
+            if let entities = entityKinds(fields, "entities", path: path) { lookup.entities = entities }
+            if let select = selection(fields, path: path) { lookup.select = select }
+            lookup.lookupEntity = string(fields, "lookupEntity", path: path)
+            if let n = int(fields, "batchSize", path: path, range: 1...200) { lookup.batchSize = n }
+            if let n = int(fields, "limit", path: path, range: 1...200) { lookup.limit = n }
+            lookup.country = countries(fields, path: path)?.first
+            settings = .itunesLookup(lookup)
+        case .podcastFeed:
+            let from = string(fields, "from", path: path, required: true) ?? ""
+            var feeds = PodcastFeedSettings(from: from)
+            if let select = selection(fields, path: path) { feeds.select = select }
+            if let podcasts = strings(fields, "podcasts", path: path) { feeds.podcasts = podcasts }
+            feeds.maxFeeds = int(fields, "maxFeeds", path: path, range: 1...10_000_000)
+            settings = .podcastFeed(feeds)
+        case .recordsFile:
+            let file = string(fields, "path", path: path, required: true) ?? ""
+            var records = RecordsFileSettings(path: resolve(file, against: baseDirectory))
+            if let format = string(fields, "format", path: path) {
+                if let f = RecordsFileFormat(rawValue: format) { records.format = f } else {
+                    issue(value(fields, "format"), join(path, "format"),
+                          "unknown records format '\(format)'; one of \(RecordsFileFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+            } else if !file.isEmpty {
+                switch (file as NSString).pathExtension.lowercased() {
+                case "jsonl", "ndjson": records.format = .jsonLines
+                case "csv": records.format = .csv
+                default:
+                    issue(value(fields, "path"), join(path, "path"),
+                          "cannot tell the format from '\(file)': name it .jsonl or .csv, or set format: jsonl|csv")
+                }
+            }
+            if let key = string(fields, "keyField", path: path) { records.keyField = key }
+            if let entities = entityKinds(fields, "entity", path: path), let entity = entities.first { records.entity = entity }
+            if let n = int(fields, "pageSize", path: path, range: 1...1_000_000) { records.pageSize = n }
+            settings = .recordsFile(records)
         }
         guard let name else { return nil }
         return SourceSpec(name: name, kind: kind, baseURL: baseURL, removal: removal, settings: settings)

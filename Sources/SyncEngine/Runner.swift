@@ -113,7 +113,7 @@ public struct Runner: Sendable {
         var warnings: [String] = []
         var errors: [String] = []
         for source in job.sources {
-            let baseURL = source.baseURL ?? simulator?.baseURL ?? source.kind.defaultBaseURL
+            let baseURL = source.baseURL ?? simulator?.baseURL ?? source.defaultBaseURL
             let report = await crawl(source: source, baseURL: baseURL, run: run, store: store, fetcher: fetcher,
                                      warnings: &warnings)
             errors += report.errors
@@ -174,7 +174,7 @@ public struct Runner: Sendable {
     }
 
     /// Crawls every scope of a source, storing each page as it arrives.
-    func crawl(source: SourceSpec, baseURL: URL, run: RunInfo, store: SnapshotStore, fetcher: Fetcher,
+    func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: SnapshotStore, fetcher: Fetcher,
                warnings: inout [String]) async -> SourceReport {
         let scopes = Connectors.scopes(for: source, baseURL: baseURL)
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
@@ -202,7 +202,10 @@ public struct Runner: Sendable {
                 fetch: { index throws(StoreSyncError) in
                     pageStarted = clock.now()
                     requestsBefore = fetcher.stats.requests
-                    return try await fetcher.get(scope.pageURL(index))
+                    switch scope.origin {
+                    case .http(let url): return try await fetcher.get(url(index))
+                    case .local(let read): return try read(index)
+                    }
                 },
                 decode: scope.decode,
                 onPage: { index, _, page throws(StoreSyncError) in
