@@ -10,6 +10,24 @@ public enum Pagination: Sendable, Equatable {
     /// server says there is no next page (or, if it does not say, a short page).
     case pageNumber(firstPage: Int, pageSize: Int, maxPages: Int)
 
+    /// Whether the configured cap forbids fetching the zero-based page `index`.
+    public func isCapped(atPage index: Int) -> Bool {
+        switch self {
+        case .offset(let pageSize, let maxItems): index * pageSize >= maxItems
+        case .pageNumber(_, _, let maxPages): index >= maxPages
+        }
+    }
+
+    /// Whether another page follows one that held `rowCount` rows and said
+    /// `hasNext` (where the API says anything).
+    public func continues(afterRows rowCount: Int, hasNext: Bool?) -> Bool {
+        guard rowCount > 0 else { return false }
+        switch self {
+        case .offset(let pageSize, _): return rowCount >= pageSize
+        case .pageNumber(_, let pageSize, _): return hasNext ?? (rowCount >= pageSize)
+        }
+    }
+
     /// The offset or page number of the zero-based page `index`.
     public func position(ofPage index: Int) -> Int {
         switch self {
@@ -67,13 +85,7 @@ public enum PageWalker {
         var index = startPage
         var pages = 0
         while true {
-            switch pagination {
-            case .offset(let pageSize, let maxItems) where index * pageSize >= maxItems:
-                return .capped(pages: pages)
-            case .pageNumber(_, _, let maxPages) where index >= maxPages:
-                return .capped(pages: pages)
-            default: break
-            }
+            if pagination.isCapped(atPage: index) { return .capped(pages: pages) }
             let page: DecodedPage<Item>
             let response: HTTPResponse
             do {
@@ -90,14 +102,7 @@ public enum PageWalker {
                 return .failed(pages: pages, error: .malformedPage(
                     url: response.url.absoluteString, reason: "empty page that says it has a next page"))
             }
-            let more: Bool
-            switch pagination {
-            case .offset(let pageSize, _):
-                more = page.rowCount >= pageSize
-            case .pageNumber(_, let pageSize, _):
-                more = page.hasNext ?? (page.rowCount >= pageSize)
-            }
-            if !more || page.rowCount == 0 { return .complete(pages: pages) }
+            if !pagination.continues(afterRows: page.rowCount, hasNext: page.hasNext) { return .complete(pages: pages) }
             index += 1
         }
     }

@@ -14,6 +14,19 @@ public struct ChangeRow: Sendable, Equatable {
     public var after: String?
 }
 
+/// Where a scope stands, for `status`.
+public struct ScopeRow: Sendable, Equatable {
+    public var source: String
+    public var scope: String
+    /// The run that touched the scope last.
+    public var runID: Int64
+    public var state: String
+    public var nextPage: Int
+    public var error: String?
+    /// Records the scope holds now.
+    public var records: Int
+}
+
 /// A finished or running run, for `status` and reports.
 public struct RunRow: Sendable, Equatable {
     public var id: Int64
@@ -123,6 +136,67 @@ extension SnapshotStore {
                     }
                 }
             }
+        }
+    }
+
+    /// The records a dependent source starts from: those of `source` (of the
+    /// given entities, all when empty) that exist now, or only those added
+    /// or changed by `runID`, in entity then key order.
+    public func inputRecords(source: String, entities: [EntityKind], selection: InputSelection,
+                             runID: Int64) throws(StoreSyncError) -> [Catalog.Record] {
+        try wrap {
+            try pool.read { db in
+                var sql = "SELECT entity, key, payload, hash FROM records WHERE source = ?"
+                var arguments: StatementArguments = [source]
+                if !entities.isEmpty {
+                    sql += " AND entity IN (\(databaseQuestionMarks(count: entities.count)))"
+                    for entity in entities { _ = arguments.append(contentsOf: [entity.rawValue]) }
+                }
+                if selection == .newOrChanged {
+                    sql += " AND (added_run = ? OR changed_run = ?)"
+                    _ = arguments.append(contentsOf: [runID, runID])
+                }
+                sql += " ORDER BY entity, key"
+                return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in
+                    EntityKind(rawValue: row["entity"]).map {
+                        Record(entity: $0, key: row["key"], payload: row["payload"], hash: ContentHash(sqliteValue: row["hash"]))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every scope's checkpoint, by source and scope.
+    public func scopeStates() throws(StoreSyncError) -> [ScopeRow] {
+        try wrap {
+            try pool.read { db in
+                let sizes = try Dictionary(
+                    Row.fetchAll(db, sql: "SELECT source, scope, COUNT(*) AS n FROM records GROUP BY source, scope")
+                        .map { ("\($0["source"] as String)\t\($0["scope"] as String)", $0["n"] as Int) },
+                    uniquingKeysWith: +)
+                return try Row.fetchAll(db, sql: "SELECT * FROM scopes ORDER BY source, scope").map { row in
+                    let source: String = row["source"], scope: String = row["scope"]
+                    return ScopeRow(source: source, scope: scope, runID: row["run_id"], state: row["state"],
+                                    nextPage: row["next_page"], error: row["error"], records: sizes["\(source)\t\(scope)"] ?? 0)
+                }
+            }
+        }
+    }
+
+    /// Copies the store at `source`, consistently and without writing to it,
+    /// to a new file at `destination` (SQLite's online backup, which sees one
+    /// committed state even while another process writes): a dry run works on such a copy.
+    public static func copy(from source: String, to destination: String) throws(StoreSyncError) {
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let original = try DatabaseQueue(path: source, configuration: configuration)
+            let copy = try DatabaseQueue(path: destination)
+            try original.backup(to: copy)
+            try copy.close()
+            try original.close()
+        } catch {
+            throw .storage(path: source, reason: "cannot copy the store for a dry run: \(error)")
         }
     }
 

@@ -110,6 +110,26 @@ enum Schema {
                 ALTER TABLE runs ADD COLUMN errors TEXT NOT NULL DEFAULT '[]';
                 """)
         }
+        migrator.registerMigration("v3: page memos for conditional requests") { db in
+            // What the last stored answer of each page was: its validators for
+            // conditional GET, its body hash (servers without validators), and
+            // the keys it held, so an unchanged page is marked seen unread.
+            try db.execute(sql: """
+                CREATE TABLE page_memos (
+                    source TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    page INTEGER NOT NULL,
+                    url TEXT NOT NULL,
+                    etag TEXT,
+                    last_modified TEXT,
+                    body_hash INTEGER NOT NULL,
+                    row_count INTEGER NOT NULL,
+                    has_next INTEGER,
+                    keys TEXT NOT NULL,
+                    PRIMARY KEY (source, scope, page)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -9,7 +9,11 @@ extension SnapshotStore {
             try pool.write { db in
                 try db.execute(sql: """
                     INSERT INTO scopes (source, scope, run_id, next_page, state, error) VALUES (?, ?, ?, 0, ?, ?)
-                    ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, state = excluded.state, error = excluded.error
+                    ON CONFLICT (source, scope) DO UPDATE SET
+                        -- A scope that failed before its first page in this run must not
+                        -- inherit an older run's next page: a resume would skip pages.
+                        next_page = CASE WHEN scopes.run_id = excluded.run_id THEN scopes.next_page ELSE 0 END,
+                        run_id = excluded.run_id, state = excluded.state, error = excluded.error
                     """, arguments: [source, scope, runID, state, error])
             }
         }

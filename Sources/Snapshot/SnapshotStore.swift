@@ -17,6 +17,33 @@ public enum RunStatus: String, Sendable {
     case running, ok, partial, failed
 }
 
+/// What the store remembers of the last answer a page got, so the next run
+/// can ask "has it changed?" (conditional GET) or see that the body did not.
+public struct PageMemo: Sendable, Equatable {
+    /// The URL the memo is for; a memo for another URL (the job's page size
+    /// changed) is never used.
+    public var url: String
+    public var etag: String?
+    public var lastModified: String?
+    /// ``ContentHash`` of the raw body.
+    public var bodyHash: ContentHash
+    public var rowCount: Int
+    public var hasNext: Bool?
+    /// The records the page held (filled by the store when it saves a memo).
+    public var keys: [RecordIdentity]
+
+    public init(url: String, etag: String?, lastModified: String?, bodyHash: ContentHash, rowCount: Int, hasNext: Bool?,
+                keys: [RecordIdentity] = []) {
+        self.url = url
+        self.etag = etag
+        self.lastModified = lastModified
+        self.bodyHash = bodyHash
+        self.rowCount = rowCount
+        self.hasNext = hasNext
+        self.keys = keys
+    }
+}
+
 /// What one page brought, to be applied in one transaction.
 public struct PageInput: Sendable {
     public var runID: Int64
@@ -29,9 +56,17 @@ public struct PageInput: Sendable {
     public var requests: Int
     public var skippedRows: Int
     public var seconds: Double
+    /// Records the page holds unchanged since the memo (a 304, or the same
+    /// body as last time): marked seen without being decoded or written.
+    public var unchangedKeys: [RecordIdentity]
+    /// Saved with the page when the page was decoded from a fresh body.
+    public var memo: PageMemo?
 
     public init(runID: Int64, source: String, scope: String, page: Int, records: [Catalog.Record],
-                requests: Int = 1, skippedRows: Int = 0, seconds: Double = 0) {
+                requests: Int = 1, skippedRows: Int = 0, seconds: Double = 0,
+                unchangedKeys: [RecordIdentity] = [], memo: PageMemo? = nil) {
+        self.unchangedKeys = unchangedKeys
+        self.memo = memo
         self.runID = runID
         self.source = source
         self.scope = scope
@@ -53,6 +88,8 @@ public struct PageResult: Sendable, Equatable {
     /// Rows of the `records` table inserted, updated or deleted, as counted by
     /// SQLite itself (`sqlite3_changes`).
     public var recordRowsWritten = 0
+    /// Records marked seen from a page memo, without decoding (part of `unchanged`/`duplicates`).
+    public var unread = 0
 
     public init(added: Int = 0, changed: Int = 0, unchanged: Int = 0, duplicates: Int = 0, recordRowsWritten: Int = 0) {
         self.added = added
@@ -196,6 +233,28 @@ public final class SnapshotStore: Sendable {
         return info
     }
 
+    /// The memo of a page's last stored answer, if any.
+    public func pageMemo(source: String, scope: String, page: Int) throws(StoreSyncError) -> PageMemo? {
+        try wrap {
+            try pool.read { db in
+                guard let row = try Row.fetchOne(db, sql: """
+                    SELECT url, etag, last_modified, body_hash, row_count, has_next, keys FROM page_memos
+                    WHERE source = ? AND scope = ? AND page = ?
+                    """, arguments: [source, scope, page]) else { return nil }
+                return PageMemo(url: row["url"], etag: row["etag"], lastModified: row["last_modified"],
+                                bodyHash: ContentHash(sqliteValue: row["body_hash"]), rowCount: row["row_count"],
+                                hasNext: row["has_next"], keys: Self.identities(row["keys"]))
+            }
+        }
+    }
+
+    static func identities(_ keyList: String) -> [RecordIdentity] {
+        keyList.split(separator: "\n").compactMap { (line: Substring) -> RecordIdentity? in
+            guard let tab = line.firstIndex(of: "\t"), let entity = EntityKind(rawValue: String(line[..<tab])) else { return nil }
+            return RecordIdentity(entity: entity, key: String(line[line.index(after: tab)...]))
+        }
+    }
+
     private func loadSeen(runID: Int64) throws(StoreSyncError) {
         let pages = try wrap {
             try pool.read { db in
@@ -205,10 +264,7 @@ public final class SnapshotStore: Sendable {
         }
         var sets: [String: Set<RecordIdentity>] = [:]
         for (source, keys) in pages {
-            for line in keys.split(separator: "\n") {
-                guard let tab = line.firstIndex(of: "\t"), let entity = EntityKind(rawValue: String(line[..<tab])) else { continue }
-                sets[source, default: []].insert(RecordIdentity(entity: entity, key: String(line[line.index(after: tab)...])))
-            }
+            sets[source, default: []].formUnion(Self.identities(keys))
         }
         seen.withLock { $0 = sets }
     }
@@ -270,6 +326,9 @@ public final class SnapshotStore: Sendable {
             for record in page.records where sets[page.source]?.contains(record.identity) == true {
                 found.insert(record.identity)
             }
+            for identity in page.unchangedKeys where sets[page.source]?.contains(identity) == true {
+                found.insert(identity)
+            }
             return found
         }
         let records = page.records
@@ -318,6 +377,18 @@ public final class SnapshotStore: Sendable {
                     }
                     result.changed += 1
                 }
+                for identity in page.unchangedKeys {
+                    keyList += identity.entity.rawValue + "\t" + identity.key + "\n"
+                    if alreadySeen.contains(identity) { result.duplicates += 1 } else { result.unchanged += 1 }
+                    result.unread += 1
+                }
+                if let memo = page.memo {
+                    try db.execute(sql: """
+                        INSERT OR REPLACE INTO page_memos (source, scope, page, url, etag, last_modified, body_hash, row_count, has_next, keys)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: [page.source, page.scope, page.page, memo.url, memo.etag, memo.lastModified,
+                                         memo.bodyHash.sqliteValue, memo.rowCount, memo.hasNext, keyList])
+                }
                 try db.execute(sql: "INSERT OR REPLACE INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)",
                                arguments: [page.runID, page.source, page.scope, page.page, keyList])
                 try db.execute(sql: """
@@ -334,7 +405,10 @@ public final class SnapshotStore: Sendable {
         } catch {
             throw .storage(path: path, reason: "applying page \(page.page) of \(page.source)/\(page.scope): \(error)")
         }
-        seen.withLock { sets in sets[page.source, default: []].formUnion(records.lazy.map(\.identity)) }
+        seen.withLock { sets in
+            sets[page.source, default: []].formUnion(records.lazy.map(\.identity))
+            sets[page.source, default: []].formUnion(page.unchangedKeys)
+        }
         return result
     }
 

@@ -11,6 +11,7 @@ extension RunReport {
         if let night { head += ", simulated night \(night)" }
         if resumed { head += " (resumed)" }
         head += ": \(outcome.rawValue) in \(String(format: "%.2f", seconds)) s"
+        if dryRun { head += " (dry run: nothing was written; these are the changes a run would make)" }
         lines.append(head)
         let header = ["source", "kind", "pages", "requests", "added", "changed", "unchanged", "removed", "seconds"]
         var rows = [header]
@@ -23,8 +24,14 @@ extension RunReport {
         let added = sources.reduce(0) { $0 + $1.counts.added }
         let changed = sources.reduce(0) { $0 + $1.counts.changed }
         let removed = sources.reduce(0) { $0 + $1.counts.removed }
-        lines.append("record rows written: \(recordRowsWritten) (added \(added) + changed \(changed) + removed \(removed)); "
-                     + "requests \(fetch.requests), retries \(fetch.retries), throttled \(fetch.throttled)")
+        lines.append("record rows \(dryRun ? "a run would write" : "written"): \(recordRowsWritten) (added \(added) + changed \(changed) + removed \(removed)); "
+                     + "requests \(fetch.requests), retries \(fetch.retries), throttled \(fetch.throttled), "
+                     + "304 not modified \(fetch.notModified), unchanged pages not decoded \(sources.reduce(0) { $0 + $1.unchangedPages })")
+        let drift = sources.filter { $0.drift > 0 }
+        if !drift.isEmpty {
+            lines.append("drift: " + drift.map { "\($0.name) \($0.drift) rows seen twice within a scope" }.joined(separator: ", ")
+                         + " (the listing shifted while it was paged; each row was stored once)")
+        }
         lines += Self.exportLines(exports)
         for warning in warnings { lines.append("warning: \(warning)") }
         for error in errors { lines.append("error: \(error)") }

@@ -27,6 +27,10 @@ public struct SourceReport: Sendable {
     public var scopesTotal: Int
     public var scopesComplete: Int
     public var errors: [String]
+    /// Rows met twice within one scope: the listing shifted while it was paged.
+    public var drift: Int = 0
+    /// Pages the server answered 304, or with the body stored last time: not decoded.
+    public var unchangedPages: Int = 0
 }
 
 /// The summary of one run.
@@ -42,6 +46,8 @@ public struct RunReport: Sendable {
     public var warnings: [String]
     public var errors: [String]
     public var seconds: Double
+    /// A dry run worked on a throwaway copy of the store and wrote no file.
+    public var dryRun: Bool = false
 
     /// Rows of the records table written by this run: always added + changed + removed.
     public var recordRowsWritten: Int { sources.reduce(0) { $0 + $1.counts.recordRowsWritten } }
@@ -53,15 +59,24 @@ public struct RunOptions: Sendable {
     public var night: Int?
     /// The wall-clock time the run is stamped with.
     public var now: @Sendable () -> Date
+    /// Crawl and diff against a copy of the store; write no file, change nothing.
+    public var dryRun: Bool
+    /// Told about every stored page and finished scope.
+    public var progress: (@Sendable (RunProgress) -> Void)?
 
-    public init(night: Int? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(night: Int? = nil, now: @escaping @Sendable () -> Date = { Date() }, dryRun: Bool = false,
+                progress: (@Sendable (RunProgress) -> Void)? = nil) {
         self.night = night
         self.now = now
+        self.dryRun = dryRun
+        self.progress = progress
     }
 }
 
-/// Runs a job: sources → crawl → diff → store → export, one source and scope
-/// at a time in the job's order, so results never depend on timing.
+/// Runs a job: sources → crawl → diff → store → export. Sources run one after
+/// another in the job's order (a source may start from an earlier one's
+/// records); the scopes of a source are fetched concurrently but stored in a
+/// fixed order, so results never depend on timing.
 public struct Runner: Sendable {
     public let job: JobSpec
     let logger: Logger
@@ -78,10 +93,32 @@ public struct Runner: Sendable {
     }
 
     public func run(_ options: RunOptions = RunOptions()) async throws(StoreSyncError) -> RunReport {
-        let started = clock.now()
+        if options.dryRun { return try await dryRun(options) }
         let lock = try RunLock(storePath: job.storePath)
         defer { withExtendedLifetime(lock) {} }
         let store = try SnapshotStore(path: job.storePath)
+        return try await run(options, store: store, exports: true)
+    }
+
+    /// A dry run: the same crawl and diff against a throwaway copy of the
+    /// store (SQLite's online backup, consistent even while a nightly run
+    /// writes), no exports. It takes no lock, so it never blocks cron.
+    func dryRun(_ options: RunOptions) async throws(StoreSyncError) -> RunReport {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("storesync-dry-run-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let copyPath = folder.appendingPathComponent("snapshot.sqlite").path
+        if FileManager.default.fileExists(atPath: job.storePath) {
+            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try SnapshotStore.copy(from: job.storePath, to: copyPath)
+        }
+        let store = try SnapshotStore(path: copyPath)
+        var report = try await run(options, store: store, exports: false)
+        report.dryRun = true
+        return report
+    }
+
+    func run(_ options: RunOptions, store: SnapshotStore, exports writeExports: Bool) async throws(StoreSyncError) -> RunReport {
+        let started = clock.now()
         let run = try store.beginRun(job: job.name, at: options.now(), simulated: job.simulator != nil, night: options.night)
         if run.resumed {
             logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
@@ -107,7 +144,12 @@ public struct Runner: Sendable {
             logger.info("simulator serving night \(run.night ?? 1) at \(simulator!.baseURL.absoluteString)")
         }
         let ownTransport = transport == nil ? AsyncHTTPTransport() : nil
-        let fetcher = Fetcher(transport: transport ?? ownTransport!, settings: job.http, clock: clock, logger: logger)
+        var network: any HTTPTransport = transport ?? ownTransport!
+        if let simulator {
+            // Simulator bodies name fixed origins (feedUrl on feeds.storesim.test…), never its ephemeral port.
+            network = HostMappingTransport(wrapping: network, hostSuffix: ".storesim.test", to: simulator.baseURL)
+        }
+        let fetcher = Fetcher(transport: network, settings: job.http, clock: clock, logger: logger)
 
         var sourceReports: [SourceReport] = []
         var warnings: [String] = []
@@ -115,7 +157,7 @@ public struct Runner: Sendable {
         for source in job.sources {
             let baseURL = source.baseURL ?? simulator?.baseURL ?? source.defaultBaseURL
             let report = await crawl(source: source, baseURL: baseURL, run: run, store: store, fetcher: fetcher,
-                                     warnings: &warnings)
+                                     progress: options.progress, warnings: &warnings)
             errors += report.errors
             sourceReports.append(report)
         }
@@ -136,12 +178,15 @@ public struct Runner: Sendable {
         let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                     outputDirectory: job.outputDirectory)
         var exported: [ExportedFile] = []
-        do {
-            exported = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
-        } catch {
-            errors.append(error.description)
-            outcome = .failed
-            try store.finishRun(run.id, status: .failed, message: error.description, at: options.now())
+        if writeExports {
+            options.progress?(.exporting)
+            do {
+                exported = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
+            } catch {
+                errors.append(error.description)
+                outcome = .failed
+                try store.finishRun(run.id, status: .failed, message: error.description, at: options.now())
+            }
         }
         // Reports describe the run as it ended, exports included.
         let stats = fetcher.stats
@@ -155,12 +200,14 @@ public struct Runner: Sendable {
         totals.warnings = warnings
         totals.errors = errors
         try store.recordTotals(run.id, totals)
-        do {
-            exported += try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
-        } catch {
-            errors.append(error.description)
-            outcome = .failed
-            try store.finishRun(run.id, status: .failed, message: error.description, at: options.now())
+        if writeExports {
+            do {
+                exported += try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
+            } catch {
+                errors.append(error.description)
+                outcome = .failed
+                try store.finishRun(run.id, status: .failed, message: error.description, at: options.now())
+            }
         }
 
         let counts = try store.sourceCounts(runID: run.id)
@@ -173,86 +220,78 @@ public struct Runner: Sendable {
             seconds: clock.now() - started)
     }
 
-    /// Crawls every scope of a source, storing each page as it arrives.
+    /// Crawls every scope of a source, storing each page as it arrives, then
+    /// the follow-up scopes for what changed, then the removal pass.
     func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: SnapshotStore, fetcher: Fetcher,
-               warnings: inout [String]) async -> SourceReport {
-        let scopes = Connectors.scopes(for: source, baseURL: baseURL)
+               progress: (@Sendable (RunProgress) -> Void)?, warnings: inout [String]) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
-                                  scopesTotal: scopes.count, scopesComplete: 0, errors: [])
-        for scope in scopes {
-            var startPage = 0
+                                  scopesTotal: 0, scopesComplete: 0, errors: [])
+        let requestsBefore = fetcher.stats.requests
+        let started = clock.now()
+        var inputs: [Record] = []
+        if let request = Connectors.inputRequest(for: source) {
             do {
-                if let checkpoint = try store.checkpoint(runID: run.id, source: source.name, scope: scope.id) {
-                    if checkpoint.state == "complete" {
-                        report.scopesComplete += 1
-                        continue
-                    }
-                    startPage = checkpoint.nextPage
-                    logger.info("\(source.name) \(scope.id): resuming at page \(startPage)")
-                }
+                inputs = try store.inputRecords(source: request.source, entities: request.entities,
+                                                selection: request.selection, runID: run.id)
             } catch {
                 report.errors.append(error.description)
-                continue
-            }
-            var pageStarted = clock.now()
-            var requestsBefore = fetcher.stats.requests
-            let outcome = await PageWalker.walk(
-                pagination: scope.pagination,
-                startPage: startPage,
-                fetch: { index throws(StoreSyncError) in
-                    pageStarted = clock.now()
-                    requestsBefore = fetcher.stats.requests
-                    switch scope.origin {
-                    case .http(let url): return try await fetcher.get(url(index))
-                    case .local(let read): return try read(index)
-                    }
-                },
-                decode: scope.decode,
-                onPage: { index, _, page throws(StoreSyncError) in
-                    for skip in page.skipped { logger.warning("skipped a row: \(skip)") }
-                    let input = PageInput(
-                        runID: run.id, source: source.name, scope: scope.id, page: index, records: page.items,
-                        requests: fetcher.stats.requests - requestsBefore, skippedRows: page.skipped.count,
-                        seconds: clock.now() - pageStarted)
-                    let result = try await store.apply(input)
-                    logger.debug("\(source.name) \(scope.id) page \(index): +\(result.added) ~\(result.changed) =\(result.unchanged)")
-                }
-            )
-            let state: String
-            var errorText: String?
-            switch outcome {
-            case .complete: state = "complete"
-            case .capped:
-                state = "capped"
-                warnings.append("\(source.name) \(scope.id): stopped at the configured cap; records past it were not seen, so none were removed")
-            case .failed(_, let error):
-                state = "failed"
-                errorText = error.description
-                report.errors.append(error.description)
-                logger.error("\(source.name) \(scope.id): \(error.description)")
-                try? store.addSourceTime(runID: run.id, source: source.name,
-                                         requests: fetcher.stats.requests - requestsBefore, seconds: clock.now() - pageStarted)
-            }
-            do {
-                try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: errorText)
-                if outcome.isComplete { report.scopesComplete += 1 }
-            } catch {
-                report.errors.append(error.description)
+                return report
             }
         }
+        let scopes = Connectors.scopes(for: source, baseURL: baseURL, inputs: inputs)
+        let crawler = SourceCrawler(
+            source: source, run: run, store: store, fetcher: fetcher,
+            breaker: CircuitBreaker(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
+            concurrency: job.http.concurrency, progress: progress)
+        progress?(.sourceStarted(source: source.name, scopes: scopes.count))
+        var result = await crawler.crawl(scopes)
+
+        // Details of what the source's own scopes added or changed (marketplace products).
+        var followUps: [CrawlScope] = []
+        do {
+            let changed = try store.inputRecords(source: source.name, entities: [], selection: .newOrChanged, runID: run.id)
+            followUps = Connectors.followUpScopes(for: source, baseURL: baseURL, newOrChanged: changed)
+        } catch {
+            result.errors.append(error.description)
+        }
+        if !followUps.isEmpty {
+            progress?(.sourceStarted(source: source.name, scopes: followUps.count))
+            let more = await crawler.crawl(followUps)
+            result.scopesTotal += more.scopesTotal
+            result.scopesComplete += more.scopesComplete
+            result.errors += more.errors
+            result.warnings += more.warnings
+            result.drift += more.drift
+            result.unchangedPages += more.unchangedPages
+        }
+
         // Removals only once the whole source is crawled: a record that moved
         // between scopes (a renamed podcast now found by another term) is seen.
-        for scope in scopes {
+        for scope in scopes where scope.sweeps {
             do {
                 let removal = try store.sweepScope(runID: run.id, source: source.name, scope: scope.id, removal: source.removal)
                 if let warning = removal.guardWarning {
-                    warnings.append(warning)
+                    result.warnings.append(warning)
                     logger.warning("\(warning)")
                 }
             } catch {
-                report.errors.append(error.description)
+                result.errors.append(error.description)
             }
         }
+        if result.drift > 0 {
+            logger.notice("\(source.name): \(result.drift) rows appeared twice within a scope (the listing shifted while it was paged); each was stored once")
+        }
+        // Requests are counted per source, not per page: with scopes fetched
+        // concurrently, a page cannot tell its own requests from its neighbours'.
+        try? store.addSourceTime(runID: run.id, source: source.name, requests: fetcher.stats.requests - requestsBefore,
+                                 seconds: clock.now() - started)
+        progress?(.sourceFinished(source: source.name))
+        warnings += result.warnings
+        report.scopesTotal = result.scopesTotal
+        report.scopesComplete = result.scopesComplete
+        report.errors = result.errors
+        report.drift = result.drift
+        report.unchangedPages = result.unchangedPages
         return report
     }
 }

@@ -25,7 +25,7 @@ struct StoreSync: AsyncParsableCommand {
             Exit codes: 0 ok · 1 failed · 2 partial (something was left out; nothing was removed on the strength of it) \
             · 3 another run holds the store's lock · 64 invalid job file or arguments.
             """,
-        subcommands: [Run.self, Export.self, Validate.self, Simulate.self]
+        subcommands: [Run.self, Status.self, Export.self, Validate.self, Simulate.self]
     )
 }
 
@@ -64,6 +64,12 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Crawl this simulated night instead of the next one (jobs with a simulator only).")
     var night: Int?
 
+    @Flag(help: "Crawl and diff against a throwaway copy of the store: print what would change and the requests made; write nothing.")
+    var dryRun = false
+
+    @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")
+    var noProgress = false
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -71,7 +77,12 @@ struct Run: AsyncParsableCommand {
         let logger = Logger(label: "storesync")
         do {
             let spec = try JobLoader.load(path: job)
-            let report = try await Runner(job: spec, logger: logger).run(RunOptions(night: night))
+            var options = RunOptions(night: night, dryRun: dryRun)
+            if !noProgress, !logging.quiet {
+                let display = ProgressDisplay()
+                options.progress = { event in display.handle(event) }
+            }
+            let report = try await Runner(job: spec, logger: logger).run(options)
             print(report.summaryText)
             switch report.outcome {
             case .ok: return
@@ -79,6 +90,29 @@ struct Run: AsyncParsableCommand {
             case .failed: throw ExitCode(ExitStatus.failed.rawValue)
             }
         } catch let error as StoreSyncError {
+            printError(error.description)
+            throw ExitCode(exitStatus(for: error).rawValue)
+        }
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a job's last runs and where each of its scopes stands.",
+        discussion: "Reads the store only; safe while a run is going on."
+    )
+
+    @Argument(help: "The job file.")
+    var job: String
+
+    @Option(help: "How many runs to show.")
+    var runs = 10
+
+    func run() async throws {
+        do {
+            let spec = try JobLoader.load(path: job)
+            print(try JobStatus.load(job: spec, runs: runs).text)
+        } catch {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)
         }

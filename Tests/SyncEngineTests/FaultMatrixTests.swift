@@ -57,13 +57,16 @@ import TestSupport
 
     static var faultNames: [String] { FaultPlan.documentation.map(\.name) }
 
-    func job(_ directory: URL, baseURL: URL) -> JobSpec {
+    /// The client deadline must be shorter than the `timeout` fault's hold for
+    /// that fault to bite; every other case gets a roomy one, so a slow
+    /// machine (megabyte bodies of `huge-field` on busy cores) is not mistaken for a fault.
+    func job(_ directory: URL, baseURL: URL, timeoutSeconds: Double = 10) -> JobSpec {
         let removal = RemovalPolicy(afterMisses: 1, maxRatio: 1)
         return JobSpec(
             name: "fault-matrix", file: "fault-matrix (in code)",
             storePath: directory.appendingPathComponent("store/snapshot.sqlite").path,
             outputDirectory: directory.appendingPathComponent("out").path,
-            http: HTTPSettings(timeoutSeconds: 1, maxAttempts: 4, requestsPerMinute: [:], defaultRequestsPerMinute: nil,
+            http: HTTPSettings(timeoutSeconds: timeoutSeconds, maxAttempts: 4, requestsPerMinute: [:], defaultRequestsPerMinute: nil,
                                backoffBaseSeconds: 0.5, backoffMaxSeconds: 4),
             sources: [
                 SourceSpec(name: "market", kind: .marketplace, baseURL: baseURL, removal: removal,
@@ -92,7 +95,8 @@ import TestSupport
                                                      logger: Self.quietLogger)
         let report: RunReport
         do {
-            report = try await Runner(job: job(directory, baseURL: server.baseURL), logger: Self.quietLogger,
+            let deadline = config.faults.description.contains("timeout") ? FaultPlan.timeoutHoldSeconds / 2 : 10
+            report = try await Runner(job: job(directory, baseURL: server.baseURL, timeoutSeconds: deadline), logger: Self.quietLogger,
                                       clock: ManualClock()).run(RunOptions(night: night))
         } catch {
             await server.shutdown()

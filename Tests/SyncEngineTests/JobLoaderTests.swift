@@ -34,7 +34,55 @@ import TestSupport
         #expect(job.storePath == "/srv/data/s.sqlite")
         #expect(job.outputDirectory == "/srv/jobs/out")
         #expect(job.sources.first?.baseURL == nil)
-        #expect(job.sources.first?.kind.defaultBaseURL.host == "openmarket.yagom-academy.kr")
+        #expect(job.sources.first?.defaultBaseURL?.host == "openmarket.yagom-academy.kr")
+    }
+
+    @Test func everySourceKindLoadsWithItsSettings() throws {
+        let job = try JobLoader.parse(yaml: """
+            name: x
+            store: s.sqlite
+            output: out
+            sources:
+              - {name: genres, kind: itunes-genres, roots: [26, 34], country: gb}
+              - {name: charts, kind: itunes-charts, charts: [toppodcasts], genresFrom: genres, genres: [1310], limit: 50}
+              - {name: top, kind: itunes-charts, format: v2, charts: [music/most-played/albums], countries: [us, gb]}
+              - {name: podcasts, kind: itunes-search, terms: [news]}
+              - {name: episodes, kind: itunes-lookup, from: podcasts, entities: [podcast], lookupEntity: podcastEpisode, limit: 20}
+              - {name: feeds, kind: podcast-feed, from: podcasts, select: all, maxFeeds: 10}
+              - {name: market, kind: marketplace, detail: true}
+              - {name: mine, kind: records-file, path: data/catalog.jsonl, keyField: sku, pageSize: 500}
+            """, file: "job.yml", baseDirectory: "/srv/jobs")
+        let settings = Dictionary(uniqueKeysWithValues: job.sources.map { ($0.name, $0.settings) })
+        #expect(settings["genres"] == .itunesGenres(ITunesGenresSettings(roots: [26, 34], country: "gb")))
+        #expect(settings["charts"] == .itunesCharts(ITunesChartsSettings(charts: ["toppodcasts"], limit: 50, genresFrom: "genres", genres: [1310])))
+        #expect(settings["top"] == .itunesCharts(ITunesChartsSettings(format: .v2, charts: ["music/most-played/albums"], countries: ["us", "gb"])))
+        #expect(job.sources.first { $0.name == "top" }?.defaultBaseURL?.host == "rss.applemarketingtools.com")
+        #expect(settings["episodes"] == .itunesLookup(ITunesLookupSettings(from: "podcasts", entities: [.podcast], lookupEntity: "podcastEpisode", limit: 20)))
+        #expect(settings["feeds"] == .podcastFeed(PodcastFeedSettings(from: "podcasts", select: .all, maxFeeds: 10)))
+        #expect(settings["market"] == .marketplace(MarketplaceSettings(detail: true)))
+        #expect(settings["mine"] == .recordsFile(RecordsFileSettings(path: "/srv/jobs/data/catalog.jsonl", format: .jsonLines, keyField: "sku", pageSize: 500)))
+    }
+
+    @Test func aDependentSourceMustNameAnEarlierSource() {
+        let found = issues("""
+            name: x
+            store: s.sqlite
+            output: out
+            sources:
+              - {name: feeds, kind: podcast-feed, from: podcasts}
+              - {name: podcasts, kind: itunes-search, terms: [news]}
+              - {name: charts, kind: itunes-charts, format: v2, charts: [toppodcasts], genres: [1310]}
+              - {name: file, kind: records-file, path: data.txt}
+              - {name: g, kind: itunes-genres, roots: [99]}
+              - {name: l, kind: itunes-lookup, from: podcasts, select: some}
+            """)
+        let messages = found.map { "\($0.keyPath): \($0.message)" }
+        #expect(messages.contains { $0.hasPrefix("sources[0]:") && $0.contains("'podcasts' must name an earlier source") })
+        #expect(messages.contains { $0.contains("v2 charts have no genres") })
+        #expect(messages.contains { $0.contains("a v2 chart is media/chart/type") })
+        #expect(messages.contains { $0.hasPrefix("sources[3].path") && $0.contains("cannot tell the format") })
+        #expect(messages.contains { $0.contains("99 is not a genre root") })
+        #expect(messages.contains { $0.hasPrefix("sources[5].select") })
     }
 
     @Test func everyProblemIsReportedWithLineAndKey() {

@@ -1,0 +1,72 @@
+import Catalog
+import Foundation
+import Snapshot
+
+/// What `storesync status` shows: the last runs and where every scope stands.
+public struct JobStatus: Sendable {
+    public var job: String
+    public var storePath: String
+    public var runs: [RunRow]
+    public var counts: [Int64: [SourceCounts]]
+    public var scopes: [ScopeRow]
+    /// Another process is running this job now.
+    public var lockedBy: String?
+
+    /// Reads the job's store without writing to it. A job that never ran has no store: empty status.
+    public static func load(job: JobSpec, runs limit: Int = 10) throws(StoreSyncError) -> JobStatus {
+        var status = JobStatus(job: job.name, storePath: job.storePath, runs: [], counts: [:], scopes: [], lockedBy: nil)
+        do {
+            _ = try RunLock(storePath: job.storePath)
+        } catch {
+            if case .locked(_, let holder) = error { status.lockedBy = holder }
+        }
+        guard FileManager.default.fileExists(atPath: job.storePath) else { return status }
+        let store = try SnapshotStore(path: job.storePath)
+        status.runs = try store.runs(limit: limit)
+        for run in status.runs { status.counts[run.id] = try store.sourceCounts(runID: run.id) }
+        status.scopes = try store.scopeStates()
+        return status
+    }
+
+    public var text: String {
+        var lines = ["job \(job) · store \(storePath)"]
+        if let lockedBy { lines.append("running now (\(lockedBy))") }
+        guard !runs.isEmpty else {
+            lines.append("no runs yet: `storesync run` the job first")
+            return lines.joined(separator: "\n")
+        }
+        lines.append("")
+        lines.append("last runs, newest first:")
+        var table = [["run", "night", "status", "started (UTC)", "seconds", "requests", "304", "added", "changed", "removed", "message"]]
+        let formatter = ISO8601DateFormatter()
+        for run in runs {
+            let counts = self.counts[run.id] ?? []
+            table.append([
+                "\(run.id)" + (run.attempts > 1 ? " (×\(run.attempts))" : ""), run.night.map(String.init) ?? "-", run.status,
+                formatter.string(from: run.startedAt), String(format: "%.1f", run.totals.seconds),
+                "\(run.totals.requests)", "\(run.totals.notModified)",
+                "\(counts.reduce(0) { $0 + $1.added })", "\(counts.reduce(0) { $0 + $1.changed })",
+                "\(counts.reduce(0) { $0 + $1.removed })", String((run.message ?? "").prefix(60)),
+            ])
+        }
+        lines += RunReport.table(table)
+        lines.append("")
+        lines.append("scopes (state in the run that touched them last):")
+        var bySource: [String: [ScopeRow]] = [:]
+        for scope in scopes { bySource[scope.source, default: []].append(scope) }
+        for source in bySource.keys.sorted() {
+            let rows = bySource[source] ?? []
+            let states = Dictionary(grouping: rows, by: \.state).mapValues(\.count)
+            lines.append("  \(source): \(rows.count) scopes · "
+                         + states.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+                         + " · \(rows.reduce(0) { $0 + $1.records }) records")
+            // Complete scopes are the normal case; list the others, they need attention.
+            for row in rows where row.state != "complete" {
+                var line = "    \(row.scope): \(row.state) in run \(row.runID), next page \(row.nextPage)"
+                if let error = row.error { line += " · \(error.prefix(160))" }
+                lines.append(line)
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,126 @@
+import Synchronization
+
+/// A bounded single-producer, single-consumer queue: the producer (a scope's
+/// fetch-and-decode task) suspends when `capacity` items wait, so a scope
+/// fetched ahead of its turn holds at most that many pages in memory.
+final class PageChannel<Element: Sendable>: Sendable {
+    private struct State {
+        var buffer: [Element] = []
+        var finished = false
+        /// Set by the consumer when it stops early: the producer's sends fail.
+        var cancelled = false
+        var waitingConsumer: CheckedContinuation<Element?, Never>?
+        var waitingProducer: CheckedContinuation<Bool, Never>?
+    }
+
+    private enum SendAction { case delivered(CheckedContinuation<Element?, Never>), queued, full, cancelled }
+    private enum TakeAction { case element(Element, CheckedContinuation<Bool, Never>?), end, wait }
+
+    private let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// Queues `element`, waiting while the queue is full. False once the
+    /// consumer has cancelled: the producer should stop.
+    func send(_ element: Element) async -> Bool {
+        let action: SendAction = state.withLock { state in
+            if state.cancelled { return .cancelled }
+            if let consumer = state.waitingConsumer {
+                state.waitingConsumer = nil
+                return .delivered(consumer)
+            }
+            if state.buffer.count < capacity {
+                state.buffer.append(element)
+                return .queued
+            }
+            return .full
+        }
+        switch action {
+        case .delivered(let consumer):
+            consumer.resume(returning: element)
+            return true
+        case .queued:
+            return true
+        case .cancelled:
+            return false
+        case .full:
+            // Wait for room, then try again (the consumer may also have cancelled).
+            let go = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let resumeNow: Bool? = state.withLock { state in
+                    if state.cancelled { return false }
+                    if state.buffer.count < capacity { return true }
+                    state.waitingProducer = continuation
+                    return nil
+                }
+                if let resumeNow { continuation.resume(returning: resumeNow) }
+            }
+            return go ? await send(element) : false
+        }
+    }
+
+    /// No more elements will come.
+    func finish() {
+        let consumer = state.withLock { state -> CheckedContinuation<Element?, Never>? in
+            state.finished = true
+            defer { state.waitingConsumer = nil }
+            return state.waitingConsumer
+        }
+        consumer?.resume(returning: nil)
+    }
+
+    /// The next element, or nil once the producer finished and the queue is empty.
+    func next() async -> Element? {
+        let action: TakeAction = state.withLock { state in
+            if !state.buffer.isEmpty {
+                let element = state.buffer.removeFirst()
+                defer { state.waitingProducer = nil }
+                return .element(element, state.waitingProducer)
+            }
+            return state.finished ? .end : .wait
+        }
+        switch action {
+        case .element(let element, let producer):
+            producer?.resume(returning: true)
+            return element
+        case .end:
+            return nil
+        case .wait:
+            return await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
+                let now: TakeAction = state.withLock { state in
+                    if !state.buffer.isEmpty {
+                        let element = state.buffer.removeFirst()
+                        defer { state.waitingProducer = nil }
+                        return .element(element, state.waitingProducer)
+                    }
+                    if state.finished { return .end }
+                    state.waitingConsumer = continuation
+                    return .wait
+                }
+                switch now {
+                case .element(let element, let producer):
+                    producer?.resume(returning: true)
+                    continuation.resume(returning: element)
+                case .end:
+                    continuation.resume(returning: nil)
+                case .wait:
+                    break  // parked: `send` or `finish` resumes it
+                }
+            }
+        }
+    }
+
+    /// The consumer gives up: queued elements are dropped and the producer's
+    /// next send returns false.
+    func cancel() {
+        let producer = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            state.cancelled = true
+            state.buffer.removeAll()
+            defer { state.waitingProducer = nil }
+            return state.waitingProducer
+        }
+        producer?.resume(returning: false)
+    }
+}

@@ -1,0 +1,297 @@
+import Catalog
+import Connectors
+import Crawl
+import Foundation
+import Logging
+import Snapshot
+
+/// Progress of a run, for a progress bar or log lines.
+public enum RunProgress: Sendable {
+    /// A source starts; `scopes` is how many scopes it has (the known total).
+    case sourceStarted(source: String, scopes: Int)
+    /// A page was stored.
+    case page(source: String, scope: String, page: Int, records: Int, unread: Bool)
+    /// A scope ended in `state` (complete, capped or failed).
+    case scopeFinished(source: String, scope: String, state: String)
+    case sourceFinished(source: String)
+    /// Every source is crawled; exports are being written.
+    case exporting
+}
+
+/// A page as its scope's producer hands it to the applier.
+enum FetchedPage: Sendable {
+    /// Decoded from a fresh body; `memo` is saved with it.
+    case decoded(DecodedPage<Record>, memo: PageMemo?)
+    /// The server said 304, or sent the very body stored last time: its records
+    /// are the memo's keys, unchanged, and nothing was decoded.
+    case unchanged(PageMemo)
+
+    var rowCount: Int {
+        switch self {
+        case .decoded(let page, _): page.rowCount
+        case .unchanged(let memo): memo.rowCount
+        }
+    }
+
+    var hasNext: Bool? {
+        switch self {
+        case .decoded(let page, _): page.hasNext
+        case .unchanged(let memo): memo.hasNext
+        }
+    }
+}
+
+/// What a scope's producer sends: pages in order, then how the scope ended.
+enum ScopeMessage: Sendable {
+    case page(index: Int, FetchedPage, url: String, seconds: Double)
+    case end(ScopeOutcome)
+}
+
+/// Crawls the scopes of one source. Pages are fetched and decoded by up to
+/// `concurrency` scopes at once, but applied to the snapshot by one consumer
+/// in scope order and page order, so the snapshot and change log are the same
+/// whatever the concurrency and whatever order answers arrive in.
+struct SourceCrawler: Sendable {
+    let source: SourceSpec
+    let run: RunInfo
+    let store: SnapshotStore
+    let fetcher: Fetcher
+    let breaker: CircuitBreaker
+    let clock: any CrawlClock
+    let logger: Logger
+    let concurrency: Int
+    let progress: (@Sendable (RunProgress) -> Void)?
+
+    /// Pages a scope may fetch ahead of its turn to be applied.
+    static let prefetchPages = 2
+
+    struct Result: Sendable {
+        var scopesTotal = 0
+        var scopesComplete = 0
+        var errors: [String] = []
+        var warnings: [String] = []
+        /// Rows seen twice within one scope of this run (rows shifting between pages).
+        var drift = 0
+        /// Pages answered 304 or with an unchanged body.
+        var unchangedPages = 0
+    }
+
+    /// Crawls `scopes`, storing each page as it is applied, and returns what happened.
+    func crawl(_ scopes: [CrawlScope]) async -> Result {
+        var result = Result()
+        result.scopesTotal = scopes.count
+        var starts: [Int?] = []
+        for scope in scopes {
+            do {
+                let checkpoint = try store.checkpoint(runID: run.id, source: source.name, scope: scope.id)
+                if checkpoint?.state == "complete" {
+                    result.scopesComplete += 1
+                    starts.append(nil)
+                    continue
+                }
+                if let next = checkpoint?.nextPage, next > 0 {
+                    logger.info("\(source.name) \(scope.id): resuming at page \(next)")
+                }
+                starts.append(checkpoint?.nextPage ?? 0)
+            } catch {
+                result.errors.append(error.description)
+                starts.append(nil)
+            }
+        }
+        let pending = scopes.indices.filter { starts[$0] != nil }
+        let channels = pending.map { _ in PageChannel<ScopeMessage>(capacity: Self.prefetchPages) }
+
+        await withTaskGroup(of: Void.self) { group in
+            // Producers start in scope order, at most `concurrency` at a time;
+            // the one the applier waits on is always among them, so this never stalls.
+            var next = 0
+            func startProducer() {
+                guard next < pending.count else { return }
+                let slot = next
+                next += 1
+                let scope = scopes[pending[slot]]
+                let start = starts[pending[slot]] ?? 0
+                group.addTask { await produce(scope: scope, startPage: start, into: channels[slot]) }
+            }
+            for _ in 0..<max(1, concurrency) { startProducer() }
+            for (slot, index) in pending.enumerated() {
+                let ended = await consume(scope: scopes[index], channel: channels[slot], into: &result)
+                if ended.isComplete { result.scopesComplete += 1 }
+                // That scope's producer is done (or stopping): its slot goes to the next scope.
+                startProducer()
+            }
+            await group.waitForAll()
+        }
+        return result
+    }
+
+    /// Fetches and decodes a scope's pages in order into `channel`, ending with the scope's outcome.
+    func produce(scope: CrawlScope, startPage: Int, into channel: PageChannel<ScopeMessage>) async {
+        defer { channel.finish() }
+        var index = startPage
+        var pages = 0
+        while true {
+            if scope.pagination.isCapped(atPage: index) {
+                _ = await channel.send(.end(.capped(pages: pages)))
+                return
+            }
+            if breaker.isOpen {
+                _ = await channel.send(.end(.failed(pages: pages, error: .fetchFailed(
+                    url: scope.pageURL(index)?.absoluteString ?? scope.id,
+                    reason: "not fetched: source '\(source.name)' stopped after \(fetcher.settings.circuitBreakerThreshold) consecutive failed pages (circuit breaker); the next run retries it"))))
+                return
+            }
+            let started = clock.now()
+            let fetched: FetchedPage
+            let url: String
+            do {
+                (fetched, url) = try await fetchPage(scope: scope, index: index)
+                breaker.recordSuccess()
+            } catch {
+                breaker.recordFailure()
+                _ = await channel.send(.end(.failed(pages: pages, error: error)))
+                return
+            }
+            guard await channel.send(.page(index: index, fetched, url: url, seconds: clock.now() - started)) else { return }
+            pages += 1
+            if fetched.rowCount == 0, fetched.hasNext == true {
+                // Claiming more after an empty page is a server fault; ending
+                // here as "complete" would turn every later record into a removal.
+                _ = await channel.send(.end(.failed(pages: pages, error: .malformedPage(
+                    url: url, reason: "empty page that says it has a next page"))))
+                return
+            }
+            if !scope.pagination.continues(afterRows: fetched.rowCount, hasNext: fetched.hasNext) {
+                _ = await channel.send(.end(.complete(pages: pages)))
+                return
+            }
+            index += 1
+        }
+    }
+
+    /// One page: a conditional request when the store remembers the page, the
+    /// memo when nothing changed, otherwise the decoded body. A body that does
+    /// not decode is fetched once more, bypassing the cache: truncated and
+    /// error pages are mostly one-off.
+    func fetchPage(scope: CrawlScope, index: Int) async throws(StoreSyncError) -> (FetchedPage, String) {
+        switch scope.origin {
+        case .local(let read):
+            let response = try read(index)
+            let url = response.url.absoluteString + "#page=\(index)"
+            let memo = try store.pageMemo(source: source.name, scope: scope.id, page: index).flatMap { $0.url == url ? $0 : nil }
+            return (try interpret(response, memoURL: url, memo: memo, scope: scope), url)
+        case .http(let makeURL):
+            let url = makeURL(index)
+            let identity = Self.memoIdentity(url)
+            let memo = try store.pageMemo(source: source.name, scope: scope.id, page: index)
+                .flatMap { $0.url == identity ? $0 : nil }
+            var headers: [String: String] = [:]
+            if let etag = memo?.etag { headers["If-None-Match"] = etag }
+            if let lastModified = memo?.lastModified { headers["If-Modified-Since"] = lastModified }
+            let response = try await fetcher.get(url, headers: headers)
+            do {
+                return (try interpret(response, memoURL: identity, memo: memo, scope: scope), url.absoluteString)
+            } catch let error {
+                guard case .malformedPage = error else { throw error }
+                logger.info("\(source.name) \(scope.id) page \(index): \(error.description); fetching it once more")
+                let again = try await fetcher.get(url, headers: headers, bypassCache: true)
+                return (try interpret(again, memoURL: identity, memo: memo, scope: scope), url.absoluteString)
+            }
+        }
+    }
+
+    /// What identifies a page's definition for its memo: path and query. Not
+    /// the host, which for the simulator is an ephemeral port; a memo used
+    /// against another server costs at most a 200 instead of a 304.
+    static func memoIdentity(_ url: URL) -> String {
+        var identity = url.path
+        if let query = url.query { identity += "?" + query }
+        return identity
+    }
+
+    func interpret(_ response: HTTPResponse, memoURL: String, memo: PageMemo?, scope: CrawlScope) throws(StoreSyncError) -> FetchedPage {
+        if response.status == 304 {
+            guard let memo else {
+                throw .malformedPage(url: response.url.absoluteString, reason: "HTTP 304 Not Modified to a request that was not conditional")
+            }
+            return .unchanged(memo)
+        }
+        let bodyHash = ContentHash(bytes: response.body)
+        if let memo, memo.bodyHash == bodyHash { return .unchanged(memo) }
+        let page = try scope.decode(response)
+        let newMemo = PageMemo(url: memoURL, etag: response.header("etag"), lastModified: response.header("last-modified"),
+                               bodyHash: bodyHash, rowCount: page.rowCount, hasNext: page.hasNext)
+        return .decoded(page, memo: newMemo)
+    }
+
+    /// Applies a scope's pages as they come, then records how the scope ended.
+    func consume(scope: CrawlScope, channel: PageChannel<ScopeMessage>, into result: inout Result) async -> ScopeOutcome {
+        var outcome: ScopeOutcome = .failed(pages: 0, error: .fetchFailed(url: scope.id, reason: "the scope ended without an outcome"))
+        // Drift shows as a key repeated on a later page of the same scope.
+        var keysInScope = Set<RecordIdentity>()
+        let tracksDrift: Bool = if case .http = scope.origin { true } else { false }
+        while let message = await channel.next() {
+            switch message {
+            case .page(let index, let fetched, _, let seconds):
+                // Time and requests are booked per source: concurrent pages overlap.
+                _ = seconds
+                var input = PageInput(runID: run.id, source: source.name, scope: scope.id, page: index, records: [],
+                                      requests: 0, seconds: 0)
+                let identities: [RecordIdentity]
+                switch fetched {
+                case .decoded(let page, let memo):
+                    for skip in page.skipped { logger.warning("skipped a row: \(skip)") }
+                    input.records = page.items
+                    input.skippedRows = page.skipped.count
+                    input.memo = memo
+                    identities = page.items.map(\.identity)
+                case .unchanged(let memo):
+                    input.unchangedKeys = memo.keys
+                    identities = memo.keys
+                    result.unchangedPages += 1
+                }
+                if tracksDrift {
+                    for identity in identities where !keysInScope.insert(identity).inserted { result.drift += 1 }
+                }
+                do {
+                    let applied = try await store.apply(input)
+                    logger.debug("\(source.name) \(scope.id) page \(index): +\(applied.added) ~\(applied.changed) =\(applied.unchanged)\(applied.unread > 0 ? " (unchanged page, not decoded)" : "")")
+                    progress?(.page(source: source.name, scope: scope.id, page: index, records: identities.count,
+                                    unread: applied.unread > 0))
+                } catch {
+                    // The producer stops at its next send; pages already applied stay.
+                    channel.cancel()
+                    outcome = .failed(pages: index, error: error)
+                    return finish(scope: scope, outcome: outcome, into: &result)
+                }
+            case .end(let ended):
+                outcome = ended
+            }
+        }
+        return finish(scope: scope, outcome: outcome, into: &result)
+    }
+
+    func finish(scope: CrawlScope, outcome: ScopeOutcome, into result: inout Result) -> ScopeOutcome {
+        let state: String
+        var errorText: String?
+        switch outcome {
+        case .complete:
+            state = "complete"
+        case .capped:
+            state = "capped"
+            result.warnings.append("\(source.name) \(scope.id): stopped at the configured cap; records past it were not seen, so none were removed")
+        case .failed(_, let error):
+            state = "failed"
+            errorText = error.description
+            result.errors.append(error.description)
+            logger.error("\(source.name) \(scope.id): \(error.description)")
+        }
+        do {
+            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: errorText)
+        } catch {
+            result.errors.append(error.description)
+        }
+        progress?(.scopeFinished(source: source.name, scope: scope.id, state: state))
+        return outcome
+    }
+}
