@@ -284,7 +284,8 @@ struct NodeReader {
     mutating func httpSettings(_ node: Node) -> HTTPSettings? {
         guard let fields = mapping(node, path: "http") else { return nil }
         checkKeys(fields, path: "http", allowed: ["timeoutSeconds", "userAgent", "maxAttempts", "requestsPerMinute",
-                                                  "defaultRequestsPerMinute", "backoffBaseSeconds", "backoffMaxSeconds"])
+                                                  "defaultRequestsPerMinute", "backoffBaseSeconds", "backoffMaxSeconds",
+                                                  "burst", "concurrency", "circuitBreakerThreshold", "cacheTTLSeconds"])
         var settings = HTTPSettings()
         if let t = double(fields, "timeoutSeconds", path: "http", range: 0.1...3600) { settings.timeoutSeconds = t }
         if let ua = string(fields, "userAgent", path: "http") { settings.userAgent = ua }
@@ -292,6 +293,10 @@ struct NodeReader {
         if let r = double(fields, "defaultRequestsPerMinute", path: "http", range: 0.01...1_000_000) { settings.defaultRequestsPerMinute = r }
         if let b = double(fields, "backoffBaseSeconds", path: "http", range: 0...3600) { settings.backoffBaseSeconds = b }
         if let b = double(fields, "backoffMaxSeconds", path: "http", range: 0...86400) { settings.backoffMaxSeconds = b }
+        if let n = int(fields, "burst", path: "http", range: 1...1000) { settings.burst = n }
+        if let n = int(fields, "concurrency", path: "http", range: 1...64) { settings.concurrency = n }
+        if let n = int(fields, "circuitBreakerThreshold", path: "http", range: 0...10_000) { settings.circuitBreakerThreshold = n }
+        if let t = double(fields, "cacheTTLSeconds", path: "http", range: 0...86400) { settings.cacheTTLSeconds = t }
         if let limitsNode = value(fields, "requestsPerMinute") {
             if let limits = mapping(limitsNode, path: "http.requestsPerMinute") {
                 for limit in limits {

@@ -37,7 +37,7 @@ public struct JobStatus: Sendable {
         }
         lines.append("")
         lines.append("last runs, newest first:")
-        var table = [["run", "night", "status", "started (UTC)", "seconds", "requests", "304", "added", "changed", "removed", "message"]]
+        var table = [["run", "night", "status", "started (UTC)", "seconds", "requests", "304", "added", "changed", "removed"]]
         let formatter = ISO8601DateFormatter()
         for run in runs {
             let counts = self.counts[run.id] ?? []
@@ -46,10 +46,13 @@ public struct JobStatus: Sendable {
                 formatter.string(from: run.startedAt), String(format: "%.1f", run.totals.seconds),
                 "\(run.totals.requests)", "\(run.totals.notModified)",
                 "\(counts.reduce(0) { $0 + $1.added })", "\(counts.reduce(0) { $0 + $1.changed })",
-                "\(counts.reduce(0) { $0 + $1.removed })", String((run.message ?? "").prefix(60)),
+                "\(counts.reduce(0) { $0 + $1.removed })",
             ])
         }
         lines += RunReport.table(table)
+        for run in runs {
+            if let message = run.message { lines.append("run \(run.id): \(message.prefix(300))") }
+        }
         lines.append("")
         lines.append("scopes (state in the run that touched them last):")
         var bySource: [String: [ScopeRow]] = [:]
@@ -63,7 +66,7 @@ public struct JobStatus: Sendable {
             // Complete scopes are the normal case; list the others, they need attention.
             for row in rows where row.state != "complete" {
                 var line = "    \(row.scope): \(row.state) in run \(row.runID), next page \(row.nextPage)"
-                if let error = row.error { line += " · \(error.prefix(160))" }
+                if let error = row.error { line += " · \(error.prefix(300))" }
                 lines.append(line)
             }
         }

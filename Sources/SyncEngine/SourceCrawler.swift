@@ -138,7 +138,7 @@ struct SourceCrawler: Sendable {
             if breaker.isOpen {
                 _ = await channel.send(.end(.failed(pages: pages, error: .fetchFailed(
                     url: scope.pageURL(index)?.absoluteString ?? scope.id,
-                    reason: "not fetched: source '\(source.name)' stopped after \(fetcher.settings.circuitBreakerThreshold) consecutive failed pages (circuit breaker); the next run retries it"))))
+                    reason: "circuit breaker open: source '\(source.name)' stopped after \(fetcher.settings.circuitBreakerThreshold) consecutive failed pages, so this scope was not fetched; the next run retries it"))))
                 return
             }
             let started = clock.now()
