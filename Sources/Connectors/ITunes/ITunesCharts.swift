@@ -2,7 +2,387 @@ import Catalog
 import Crawl
 import Foundation
 
-// PLACEHOLDER: to be replaced in this session (issue 4).
+/// Top charts: the legacy iTunes RSS feeds (`/{cc}/rss/{chart}/limit={n}[/genre={id}]/json`)
+/// and the marketing-tools RSS v2 feeds (`/api/v2/{cc}/{media}/{chart}/{n}/{type}.json`).
+///
+/// Every chart × country × genre is one single-page, sweeping scope. Each
+/// entry becomes two records: a `chart-entry` (the slot, fields named by
+/// ``ChartEntry``) and the charted item itself, keyed by its iTunes id with
+/// Search-style field names (`trackName`/`collectionName`, `artistName`,
+/// `primaryGenreName`, `releaseDate`, …) so the exports' item columns fill.
+///
+/// Item records come only from the charts of the first country listed: the
+/// same item is described per storefront (its link, price and sometimes its
+/// name differ), and two descriptions of one record in one run would read as
+/// a change every night. Other countries' charts still record every slot, and
+/// a slot carries the name, artist, artwork and link it needs on its own.
 public enum ITunesCharts {
-    static func scopes(settings: ITunesChartsSettings, baseURL: URL, genres: [Record]) -> [CrawlScope] { [] }
+    /// What a chart scope knows about its chart; stamped on every entry.
+    public struct ChartContext: Sendable, Equatable {
+        /// The chart as the job names it: `toppodcasts`, or `media/chart/type` for v2.
+        public var chart: String
+        /// Lower-case ISO 3166 code.
+        public var country: String
+        /// `""` for the all-genres chart.
+        public var genreID: String
+        /// The genre's name when a genres source supplied it.
+        public var genreName: String?
+        /// The entity of the charted items when the entries do not say it.
+        public var defaultEntity: EntityKind?
+        /// Whether the charted items become records too (see the type's notes).
+        public var emitsItems: Bool
+
+        public init(chart: String, country: String, genreID: String = "", genreName: String? = nil,
+                    defaultEntity: EntityKind? = nil, emitsItems: Bool = true) {
+            self.chart = chart
+            self.country = country.lowercased()
+            self.genreID = genreID
+            self.genreName = genreName
+            self.defaultEntity = defaultEntity
+            self.emitsItems = emitsItems
+        }
+    }
+
+    /// A genre a legacy chart is crawled for.
+    struct ChartGenre: Equatable {
+        var id: String
+        var name: String?
+    }
+
+    static func scopes(settings: ITunesChartsSettings, baseURL: URL, genres: [Record]) -> [CrawlScope] {
+        var countries: [String] = []
+        for country in settings.countries.map({ $0.lowercased() }) where !countries.contains(country) {
+            countries.append(country)
+        }
+        var scopes: [CrawlScope] = []
+        switch settings.format {
+        case .legacy:
+            // The real feeds serve at most 100 today; the job may ask for up to 200.
+            let limit = min(max(settings.limit, 1), 200)
+            for chart in settings.charts {
+                let chartGenres = legacyGenres(for: chart, settings: settings, records: genres)
+                for (n, country) in countries.enumerated() {
+                    var slices: [ChartGenre?] = settings.includeAllGenres ? [nil] : []
+                    slices += chartGenres.map { Optional($0) }
+                    for genre in slices {
+                        let context = ChartContext(
+                            chart: chart, country: country, genreID: genre?.id ?? "", genreName: genre?.name,
+                            defaultEntity: entity(ofLegacyChart: chart), emitsItems: n == 0)
+                        var path = "/\(country)/rss/\(chart)/limit=\(limit)"
+                        if let genre { path += "/genre=\(genre.id)" }
+                        let url = URL.path(baseURL, path + "/json")
+                        scopes.append(CrawlScope(
+                            id: "chart:\(chart):\(country):\(genre?.id ?? "all")",
+                            pagination: SinglePage.pagination,
+                            pageURL: { _ in url },
+                            // A complete chart lists every slot: a slot it no longer has is gone.
+                            sweeps: true,
+                            decode: { response throws(StoreSyncError) in try decodeLegacyJSON(response, context: context) }
+                        ))
+                    }
+                }
+            }
+        case .v2:
+            // More than 100 is a server error on the real service.
+            let limit = min(max(settings.limit, 1), 100)
+            for chart in settings.charts {
+                let parts = chart.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+                guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else { continue }
+                for (n, country) in countries.enumerated() {
+                    let context = ChartContext(chart: chart, country: country, defaultEntity: entity(named: parts[2]),
+                                               emitsItems: n == 0)
+                    let url = URL.path(baseURL, "/api/v2/\(country)/\(parts[0])/\(parts[1])/\(limit)/\(parts[2]).json")
+                    scopes.append(CrawlScope(
+                        id: "chart:v2:\(chart):\(country)",
+                        pagination: SinglePage.pagination,
+                        pageURL: { _ in url },
+                        sweeps: true,
+                        decode: { response throws(StoreSyncError) in try decodeV2(response, context: context) }
+                    ))
+                }
+            }
+        }
+        return scopes
+    }
+
+    /// The genres a legacy chart is crawled for, in the order given.
+    ///
+    /// With `genresFrom`, the genre records (ids from their keys, names from
+    /// `name`) filtered by `settings.genres` when set, and by the chart itself:
+    /// a genre node lists the feeds that exist for it in `rssUrls`, so a music
+    /// genre is never asked for top podcasts. Roots are left out when the
+    /// all-genres chart is crawled, since that chart is the root's chart.
+    /// Without `genresFrom`, `settings.genres` as given (ids only).
+    static func legacyGenres(for chart: String, settings: ITunesChartsSettings, records: [Record]) -> [ChartGenre] {
+        var out: [ChartGenre] = []
+        var seen = Set<String>()
+        guard settings.genresFrom != nil else {
+            for id in settings.genres.map(String.init) where seen.insert(id).inserted { out.append(ChartGenre(id: id)) }
+            return out
+        }
+        let wanted = Set(settings.genres.map(String.init))
+        let feed = "/rss/\(chart.lowercased())/"
+        for record in records where record.entity == .genre {
+            // Ids end up in the URL path: anything but digits is not a genre id.
+            guard isDigits(record.key), wanted.isEmpty || wanted.contains(record.key), !seen.contains(record.key) else {
+                continue
+            }
+            let fields = (try? record.fields()) ?? [:]
+            if case .object(let feeds)? = fields["rssUrls"], !feeds.isEmpty,
+               !feeds.values.contains(where: { $0.stringValue?.lowercased().contains(feed) == true }) {
+                continue
+            }
+            let isRoot = fields["parentId"].map { $0.stringValue?.isEmpty ?? true } ?? false
+            if isRoot, settings.includeAllGenres, !wanted.contains(record.key) { continue }
+            seen.insert(record.key)
+            out.append(ChartGenre(id: record.key, name: fields["name"]?.stringValue))
+        }
+        return out
+    }
+
+    // MARK: Items
+
+    /// What one chart entry says about its item, whatever the feed format.
+    struct ChartedItem {
+        var id: String
+        var entity: EntityKind
+        var name: String?
+        var artistName: String?
+        var artistID: Int64?
+        var artistURL: String?
+        var genreID: String?
+        var genreName: String?
+        var genreIDs: [String] = []
+        var genreNames: [String] = []
+        var releaseDate: String?
+        /// Field name (`artworkUrl170`), URL and edge length.
+        var artwork: [(field: String, url: String, size: Int)] = []
+        var link: String?
+        var price: Double?
+        var currency: String?
+        var summary: String?
+        var rights: String?
+        var itemCount: Int64?
+        var contentAdvisory: String?
+        /// The entry as the feed sent it (minus per-build fields), so nothing is lost.
+        var raw: JSONValue
+    }
+
+    /// Search's field names per entity, so chart items line up with Search and Lookup rows.
+    struct FieldNames {
+        var id: String
+        var name: String
+        var viewURL: String
+        var price: String
+
+        init(_ entity: EntityKind) {
+            switch entity {
+            case .album, .audiobook:
+                self.init(id: "collectionId", name: "collectionName", viewURL: "collectionViewUrl", price: "collectionPrice")
+            case .podcast:
+                self.init(id: "trackId", name: "trackName", viewURL: "collectionViewUrl", price: "trackPrice")
+            case .app, .ebook:
+                self.init(id: "trackId", name: "trackName", viewURL: "trackViewUrl", price: "price")
+            default:
+                self.init(id: "trackId", name: "trackName", viewURL: "trackViewUrl", price: "trackPrice")
+            }
+        }
+
+        private init(id: String, name: String, viewURL: String, price: String) {
+            self.id = id
+            self.name = name
+            self.viewURL = viewURL
+            self.price = price
+        }
+    }
+
+    /// The slot record and (when the context says so) the item record of one entry.
+    static func records(for item: ChartedItem, rank: Int, context: ChartContext) -> [Record] {
+        var slot: [String: JSONValue] = [
+            ChartEntry.chart: .string(context.chart),
+            ChartEntry.country: .string(context.country),
+            ChartEntry.genreID: .string(context.genreID),
+            ChartEntry.rank: .int(Int64(rank)),
+            ChartEntry.itemEntity: .string(item.entity.rawValue),
+            ChartEntry.itemKey: .string(item.id),
+        ]
+        slot[ChartEntry.genreName] = context.genreName.map(JSONValue.string)
+        slot[ChartEntry.name] = item.name.map(JSONValue.string)
+        slot[ChartEntry.artistName] = item.artistName.map(JSONValue.string)
+        slot[ChartEntry.artworkURL] = item.artwork.max { $0.size < $1.size }.map { .string($0.url) }
+        slot[ChartEntry.link] = item.link.map(JSONValue.string)
+        slot[ChartEntry.releaseDate] = item.releaseDate.map(JSONValue.string)
+        let key = ChartEntry.key(chart: context.chart, country: context.country, genreID: context.genreID, rank: rank)
+        var out = [record(.chartEntry, key: key, slot)]
+        if context.emitsItems { out.append(record(item.entity, key: item.id, itemFields(item))) }
+        return out
+    }
+
+    static func itemFields(_ item: ChartedItem) -> [String: JSONValue] {
+        let names = FieldNames(item.entity)
+        var fields: [String: JSONValue] = [:]
+        fields[names.id] = Int64(item.id).map(JSONValue.int) ?? .string(item.id)
+        fields[names.name] = item.name.map(JSONValue.string)
+        fields[names.viewURL] = item.link.map(JSONValue.string)
+        fields[names.price] = item.price.map(JSONValue.double)
+        fields["currency"] = item.currency.map(JSONValue.string)
+        fields["artistName"] = item.artistName.map(JSONValue.string)
+        fields["artistId"] = item.artistID.map(JSONValue.int)
+        fields["artistViewUrl"] = item.artistURL.map(JSONValue.string)
+        // Search sends primaryGenreId as a number and genreIds as strings.
+        fields["primaryGenreId"] = item.genreID.map { Int64($0).map(JSONValue.int) ?? .string($0) }
+        fields["primaryGenreName"] = item.genreName.map(JSONValue.string)
+        if !item.genreIDs.isEmpty { fields["genreIds"] = .array(item.genreIDs.map(JSONValue.string)) }
+        if !item.genreNames.isEmpty { fields["genres"] = .array(item.genreNames.map(JSONValue.string)) }
+        fields["releaseDate"] = item.releaseDate.map(JSONValue.string)
+        for image in item.artwork { fields[image.field] = .string(image.url) }
+        fields["description"] = item.summary.map(JSONValue.string)
+        fields["copyright"] = item.rights.map(JSONValue.string)
+        fields["trackCount"] = item.itemCount.map(JSONValue.int)
+        fields["contentAdvisoryRating"] = item.contentAdvisory.map(JSONValue.string)
+        fields["entry"] = item.raw
+        return fields
+    }
+
+    static func record(_ entity: EntityKind, key: String, _ fields: [String: JSONValue]) -> Record {
+        guard case .object(let normalized) = Normalize.stripTrackingParameters(.object(fields)) else {
+            return Record(entity: entity, key: key, fields: fields)
+        }
+        return Record(entity: entity, key: key, fields: normalized)
+    }
+
+    // MARK: Vocabulary
+
+    /// The entity a legacy chart ranks, from its name (`toppaidapplications` → app).
+    static func entity(ofLegacyChart chart: String) -> EntityKind? {
+        let name = chart.lowercased()
+        // Longer names first: "podcastepisodes" also contains "podcast".
+        let table: [(String, EntityKind)] = [
+            ("podcastepisodes", .episode), ("podcasts", .podcast), ("musicvideos", .musicVideo), ("songs", .song),
+            ("albums", .album), ("applications", .app), ("apps", .app), ("audiobooks", .audiobook), ("ebooks", .ebook),
+            ("books", .ebook), ("movies", .movie), ("rentals", .movie),
+        ]
+        return table.first { name.contains($0.0) }?.1
+    }
+
+    /// The entity a content type (`Podcast`, `Album`, `Track`), a v2 `kind`
+    /// (`albums`, `audio-books`) or a v2 type names; nil for umbrella terms
+    /// such as `Music`.
+    static func entity(named term: String?) -> EntityKind? {
+        guard let term else { return nil }
+        var name = term.lowercased().filter { $0.isLetter }
+        if name.hasSuffix("s") { name.removeLast() }
+        switch name {
+        case "podcast": return .podcast
+        case "podcastepisode": return .episode
+        case "album": return .album
+        case "track", "song", "musictrack": return .song
+        case "musicvideo": return .musicVideo
+        case "app", "application", "software", "iosapp", "macapp", "ipadapplication": return .app
+        case "movie", "featuremovie", "film": return .movie
+        case "audiobook": return .audiobook
+        case "book", "ebook": return .ebook
+        default: return nil
+        }
+    }
+
+    // MARK: Small parsers
+
+    static func isDigits(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
+    /// The iTunes id in a store URL: a song's `i=` parameter, else the last
+    /// path component (`id647928068` or `1787022393`).
+    static func itemID(fromURL text: String?, allowTrackParameter: Bool = true) -> String? {
+        guard let text, let components = URLComponents(string: text.trimmingCharacters(in: .whitespaces)) else {
+            return nil
+        }
+        if allowTrackParameter, let track = components.queryItems?.first(where: { $0.name == "i" })?.value,
+           isDigits(track) {
+            return track
+        }
+        guard var last = components.path.split(separator: "/").last.map(String.init) else { return nil }
+        if last.hasPrefix("id") { last.removeFirst(2) }
+        return isDigits(last) ? last : nil
+    }
+
+    /// `2023-04-15T00:00:00-07:00` → `2023-04-15T07:00:00Z`, the form Search
+    /// uses, so a release date reads the same from every API. Anything else
+    /// (date-only v2 values, unknown forms) is kept as sent.
+    static func utcTimestamp(_ text: String) -> String {
+        let s = Array(text.trimmingCharacters(in: .whitespaces).utf8)
+        func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= s.count else { return nil }
+            var value = 0
+            for byte in s[range] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard s.count >= 20, s[4] == UInt8(ascii: "-"), s[7] == UInt8(ascii: "-"), s[10] == UInt8(ascii: "T"),
+              s[13] == UInt8(ascii: ":"), s[16] == UInt8(ascii: ":"),
+              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else {
+            return text
+        }
+        var offsetMinutes = 0
+        switch s[19] {
+        case UInt8(ascii: "Z") where s.count == 20:
+            offsetMinutes = 0
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            // ±HH:MM or ±HHMM
+            let compact = s.count == 24
+            guard s.count == 25 || compact, let h = number(20..<22),
+                  let m = compact ? number(22..<24) : (s[22] == UInt8(ascii: ":") ? number(23..<25) : nil) else {
+                return text
+            }
+            offsetMinutes = (h * 60 + m) * (s[19] == UInt8(ascii: "-") ? -1 : 1)
+        default:
+            return text
+        }
+        let local = daysFromCivil(year, month, day) * 86_400 + hour * 3_600 + minute * 60 + second
+        let utc = local - offsetMinutes * 60
+        let days = utc >= 0 ? utc / 86_400 : (utc - 86_399) / 86_400
+        let secondsOfDay = utc - days * 86_400
+        let (y, mo, d) = civilFromDays(days)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : String(n) }
+        let yearText = String(repeating: "0", count: max(0, 4 - String(y).count)) + String(y)
+        return "\(yearText)-\(two(mo))-\(two(d))T\(two(secondsOfDay / 3_600)):\(two(secondsOfDay % 3_600 / 60)):\(two(secondsOfDay % 60))Z"
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civilFromDays(_ days: Int) -> (Int, Int, Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+extension URL {
+    /// `base` + `path`, with no query: chart feeds put their parameters in the path.
+    static func path(_ base: URL, _ path: String) -> URL {
+        var components = URLComponents(url: base, resolvingAgainstBaseURL: false) ?? URLComponents()
+        let basePath = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
+        components.path = basePath + path
+        components.query = nil
+        return components.url ?? base
+    }
 }

@@ -2,7 +2,84 @@ import Catalog
 import Crawl
 import Foundation
 
-// PLACEHOLDER: to be replaced in this session (issue 4).
+/// iTunes Lookup (`/lookup?id=`): detail for the records of an earlier source.
+///
+/// Two shapes, chosen by `lookupEntity`:
+/// - without it, the items' ids in batches of up to `batchSize`
+///   (`/lookup?id=1,2,3`), one non-sweeping scope per batch: an answer for a
+///   chosen subset says nothing about records outside it;
+/// - with it (e.g. `podcastEpisode`), one sweeping scope per item
+///   (`/lookup?id=…&entity=…&limit=…`) holding the item's children only, so
+///   an episode gone from a podcast is removed. A child list that fills
+///   `limit` may have been cut short, so such a scope ends capped and
+///   removes nothing.
 public enum ITunesLookup {
-    static func scopes(settings: ITunesLookupSettings, baseURL: URL, items: [Record]) -> [CrawlScope] { [] }
+    static func scopes(settings: ITunesLookupSettings, baseURL: URL, items: [Record]) -> [CrawlScope] {
+        // Only numeric ids are Lookup ids, and one bad id makes the service
+        // reject the whole request; each id is asked for once.
+        var seen = Set<String>()
+        let keys = items.map(\.key).filter { ITunesCharts.isDigits($0) && seen.insert($0).inserted }
+        let country = settings.country?.lowercased()
+
+        if let entity = settings.lookupEntity {
+            let limit = min(max(settings.limit, 1), 200)
+            return keys.map { key in
+                var query = [("id", key), ("entity", entity), ("limit", String(limit))]
+                if let country { query.append(("country", country)) }
+                let url = URL.make(baseURL, path: "/lookup", query: query)
+                return CrawlScope(
+                    id: "lookup:\(entity):\(key)",
+                    // The walker calls a page "short" (complete) below pageSize and
+                    // stops at maxItems: a full page of children ends `.capped`.
+                    pagination: .offset(pageSize: limit, maxItems: limit),
+                    pageURL: { _ in url },
+                    sweeps: true,
+                    decode: { response throws(StoreSyncError) in try decodeChildren(response, parentKey: key) }
+                )
+            }
+        }
+
+        let batchSize = min(max(settings.batchSize, 1), 200)
+        return stride(from: 0, to: keys.count, by: batchSize).map { start in
+            let batch = Array(keys[start..<min(start + batchSize, keys.count)])
+            var query = [("id", batch.joined(separator: ","))]
+            if let country { query.append(("country", country)) }
+            let url = URL.make(baseURL, path: "/lookup", query: query)
+            return CrawlScope(
+                id: batchScopeID(batch),
+                pagination: SinglePage.pagination,
+                pageURL: { _ in url },
+                sweeps: false,
+                decode: { response throws(StoreSyncError) in
+                    var page = try ITunesSearch.decodePage(response)
+                    page.hasNext = false
+                    return page
+                }
+            )
+        }
+    }
+
+    /// `lookup:<first>-<last>:<count>:<hash>`: readable in logs, and a function
+    /// of the batch's content only, so a resumed run finds its checkpoints.
+    static func batchScopeID(_ keys: [String]) -> String {
+        let hash = ContentHash(bytes: Array(keys.joined(separator: ",").utf8)).description.prefix(8)
+        return "lookup:\(keys.first ?? "")-\(keys.last ?? ""):\(keys.count):\(hash)"
+    }
+
+    /// Decodes a Lookup with `entity=`: the rows of the looked-up item's
+    /// children, without the item's own row (it leads the answer and belongs
+    /// to the upstream source). `rowCount` counts child rows only, since
+    /// `limit` counts children (`limit=200` gives 201 rows).
+    /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` as ``ITunesSearch/decodePage(_:)`` does.
+    public static func decodeChildren(_ response: HTTPResponse, parentKey: String) throws(StoreSyncError)
+        -> DecodedPage<Record> {
+        var page = try ITunesSearch.decodePage(response)
+        // The parent is the row keyed by the looked-up id (a podcast's trackId, an
+        // album's collectionId); children are keyed by their own ids.
+        let parents = page.items.filter { $0.key == parentKey }.count
+        page.items.removeAll { $0.key == parentKey }
+        page.rowCount -= parents
+        page.hasNext = nil
+        return page
+    }
 }

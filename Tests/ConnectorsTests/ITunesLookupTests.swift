@@ -1,0 +1,163 @@
+import Catalog
+@testable import Connectors
+import Crawl
+import Foundation
+import StoreSim
+import Testing
+import TestSupport
+
+@Suite struct ITunesLookupTests {
+    let base = URL(string: "http://127.0.0.1:9000")!
+
+    func source(_ settings: ITunesLookupSettings) -> SourceSpec {
+        SourceSpec(name: "detail", kind: .itunesLookup, settings: .itunesLookup(settings))
+    }
+
+    func items(_ keys: [String], _ entity: EntityKind = .podcast) -> [Record] {
+        keys.map { Record(entity: entity, key: $0, fields: [:]) }
+    }
+
+    @Test func idsAreBatchedInOrderAndOnlyOnce() {
+        let keys = ["10", "11", "12", "abc", "13", "11", "14", "", "15", "16"]
+        let scopes = Connectors.scopes(for: source(ITunesLookupSettings(from: "charts", batchSize: 3, country: "GB")),
+                                       baseURL: base, inputs: items(keys))
+        #expect(scopes.count == 3)
+        #expect(scopes.map { $0.pageURL(0)?.query } == [
+            "id=10,11,12&country=gb", "id=13,14,15&country=gb", "id=16&country=gb",
+        ])
+        #expect(scopes.allSatisfy { !$0.sweeps }, "a batch is a chosen subset: it proves nothing about absence")
+        #expect(scopes[0].id.hasPrefix("lookup:10-12:3:"))
+        #expect(Set(scopes.map(\.id)).count == 3)
+        // The id is a function of the batch, so a resumed run finds the same scopes.
+        let again = Connectors.scopes(for: source(ITunesLookupSettings(from: "charts", batchSize: 3, country: "gb")),
+                                      baseURL: base, inputs: items(keys))
+        #expect(again.map(\.id) == scopes.map(\.id))
+        #expect(ITunesLookup.batchScopeID(["1", "2", "3"]) != ITunesLookup.batchScopeID(["1", "5", "3"]))
+    }
+
+    @Test func batchSizeIsClampedToWhatTheServiceServes() {
+        let keys = (1...450).map(String.init)
+        let scopes = Connectors.scopes(for: source(ITunesLookupSettings(from: "x", batchSize: 1_000)), baseURL: base,
+                                       inputs: items(keys))
+        #expect(scopes.count == 3)
+        #expect(scopes[0].pageURL(0)?.query?.split(separator: ",").count == 200)
+        #expect(Connectors.scopes(for: source(ITunesLookupSettings(from: "x")), baseURL: base, inputs: []).isEmpty)
+    }
+
+    @Test func withAnEntityEachItemIsItsOwnSweepingScope() {
+        let settings = ITunesLookupSettings(from: "podcasts", lookupEntity: "podcastEpisode", limit: 20)
+        let scopes = Connectors.scopes(for: source(settings), baseURL: base, inputs: items(["7", "8"]))
+        #expect(scopes.map(\.id) == ["lookup:podcastEpisode:7", "lookup:podcastEpisode:8"])
+        #expect(scopes[0].pageURL(0)?.absoluteString == "http://127.0.0.1:9000/lookup?id=7&entity=podcastEpisode&limit=20")
+        #expect(scopes.allSatisfy { $0.sweeps })
+    }
+
+    /// A batch scope is one request that ends complete, however many rows it holds.
+    @Test func aBatchEndsCompleteAfterOneRequest() async throws {
+        let scope = try #require(Connectors.scopes(for: source(ITunesLookupSettings(from: "x", batchSize: 2)), baseURL: base,
+                                                   inputs: items(["1", "2"])).first)
+        let body = #"{"resultCount":2,"results":[{"wrapperType":"track","kind":"podcast","trackId":1},{"wrapperType":"track","kind":"podcast","trackId":2}]}"#
+        let (outcome, fetched) = await walkOffline(scope) { _ in page(body) }
+        #expect(outcome.isComplete)
+        #expect(fetched == 1)
+    }
+
+    @Test(.enabled(if: TestPaths.hasSamples, "../shared/api-samples is absent"))
+    func theRealEpisodeLookupKeepsOnlyTheEpisodesAndFillsItsLimit() async throws {
+        let body = try TestPaths.sample("itunes-lookup-podcast-episodes-1535809341-limit20.json")
+        let url = URL(string: "https://itunes.apple.com/lookup?id=1535809341&media=podcast&entity=podcastEpisode&limit=20")!
+        let decoded = try ITunesLookup.decodeChildren(HTTPResponse(url: url, status: 200, body: body), parentKey: "1535809341")
+        #expect(decoded.items.count == 20)
+        #expect(decoded.rowCount == 20, "limit counts children only")
+        #expect(decoded.items.allSatisfy { $0.entity == .episode && $0.key != "1535809341" })
+        #expect(decoded.items.allSatisfy { fields($0)["collectionId"] == .int(1535809341) })
+
+        // Twenty episodes at limit=20: there may be more, so the scope is capped, never complete.
+        for (limit, complete) in [(20, false), (21, true), (200, true)] {
+            let settings = ITunesLookupSettings(from: "p", lookupEntity: "podcastEpisode", limit: limit)
+            let scope = try #require(Connectors.scopes(for: source(settings), baseURL: base, inputs: items(["1535809341"])).first)
+            let (outcome, fetched) = await walkOffline(scope) { _ in HTTPResponse(url: url, status: 200, body: body) }
+            #expect(outcome.isComplete == complete, "limit \(limit): \(outcome)")
+            #expect(outcome.isCapped == !complete, "limit \(limit): \(outcome)")
+            #expect(fetched == 1)
+        }
+    }
+
+    @Test(.enabled(if: TestPaths.hasSamples, "../shared/api-samples is absent"))
+    func theRealAlbumLookupKeepsOnlyTheSongs() throws {
+        let body = try TestPaths.sample("itunes-lookup-album-with-songs-1440742903.json")
+        let response = HTTPResponse(url: URL(string: "https://itunes.apple.com/lookup?id=1440742903&entity=song")!,
+                                    status: 200, body: body)
+        let decoded = try ITunesLookup.decodeChildren(response, parentKey: "1440742903")
+        #expect(decoded.items.count == 14 && decoded.rowCount == 14)
+        #expect(decoded.items.allSatisfy { $0.entity == .song })
+        // Without an entity every row is a looked-up item: nothing is dropped.
+        #expect(try ITunesSearch.decodePage(response).items.count == 15)
+    }
+
+    @Test func anUnknownIdGivesNoRowsAndAnErrorPageIsMalformed() throws {
+        let empty = try ITunesLookup.decodeChildren(page("\n\n\n{\"resultCount\":0,\"results\":[]}\n"), parentKey: "5")
+        #expect(empty.items.isEmpty && empty.rowCount == 0)
+        let url = "https://itunes.apple.com/lookup?id=5&entity=podcastEpisode"
+        do {
+            _ = try ITunesLookup.decodeChildren(page(#"{"errorMessage":"Invalid value(s) for key(s): [id]"}"#, url: url),
+                                                parentKey: "5")
+            Issue.record("an error answer decoded")
+        } catch {
+            guard case .malformedPage(let failedURL, let reason) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(failedURL == url && reason.contains("Invalid value(s)"))
+        }
+    }
+
+    /// Episodes of every podcast of the world, one scope each, equal the world's
+    /// episodes; a podcast whose window fills `limit` is capped.
+    @Test func episodeLookupsOfTheSimulatorMatchItsEpisodes() async throws {
+        let world = ConnectorWorlds.small()
+        let night = 2
+        let podcasts = world.orderedKeys(entity: "podcast", night: night).sorted()
+        let settings = ITunesLookupSettings(from: "podcasts", lookupEntity: "podcastEpisode", limit: 200)
+        try await SimulatorHarness.with(world: world, night: night) { sim in
+            let crawled = await sim.crawl(sim.scopes(source(settings), inputs: items(podcasts)))
+            #expect(crawled.count == podcasts.count)
+            var found: [String: String] = [:]
+            for scope in crawled {
+                let parent = String(scope.scope.id.split(separator: ":").last ?? "")
+                #expect(scope.skipped.isEmpty)
+                #expect(scope.records.allSatisfy { $0.entity == .episode }, "\(scope.scope.id)")
+                #expect(scope.outcome.isCapped == (scope.records.count == 200), "\(scope.scope.id): \(scope.outcome)")
+                #expect(scope.outcome.isComplete == (scope.records.count < 200), "\(scope.scope.id): \(scope.outcome)")
+                for record in scope.records {
+                    #expect(fields(record)["collectionId"]?.stringValue == parent)
+                    found[record.key] = parent
+                }
+            }
+            #expect(Set(found.keys) == world.aliveKeys(entity: "episode", night: night))
+            #expect(crawled.contains { $0.outcome.isComplete && !$0.records.isEmpty })
+            #expect(crawled.contains { $0.outcome.isCapped }, "the world has podcasts with a full window")
+        }
+    }
+
+    @Test func batchLookupsOfTheSimulatorReturnExactlyTheLiveItemsAsked() async throws {
+        let world = ConnectorWorlds.small()
+        let night = 4
+        let albums = Array(world.orderedKeys(entity: "album", night: night).prefix(7))
+        let apps = Array(world.orderedKeys(entity: "app", night: night).prefix(6))
+        let removed = world.diff(entity: "app", night: night).removed.sorted().prefix(2)
+        let asked = (albums + apps + removed + ["987654321098"]).sorted()
+        try await SimulatorHarness.with(world: world, night: night) { sim in
+            let scopes = sim.scopes(source(ITunesLookupSettings(from: "charts", batchSize: 5)),
+                                    inputs: asked.map { Record(entity: .album, key: $0, fields: [:]) })
+            #expect(scopes.count == (asked.count + 4) / 5)
+            let crawled = await sim.crawl(scopes)
+            #expect(crawled.allSatisfy { $0.outcome.isComplete && $0.outcome.pages == 1 && $0.skipped.isEmpty })
+            let records = crawled.flatMap(\.records)
+            #expect(Set(records.map(\.key)) == Set(albums + apps), "removed and unknown ids are simply absent")
+            #expect(Set(records.filter { $0.entity == .album }.map(\.key)) == Set(albums))
+            #expect(Set(records.filter { $0.entity == .app }.map(\.key)) == Set(apps))
+            #expect(sim.server.requestCount == scopes.count)
+        }
+    }
+}
