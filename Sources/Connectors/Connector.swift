@@ -23,23 +23,29 @@ public struct CrawlScope: Sendable {
     /// False for scopes that fetch a chosen subset (lookup batches, details),
     /// where "not in this answer" says nothing about existence.
     public var sweeps: Bool
+    /// The scope asks for the newest N on purpose (a podcast's latest
+    /// episodes): reaching N is its normal end, not a warning. It still
+    /// removes nothing, since what lies past N was not seen.
+    public var capIsIntended: Bool
 
     public init(
         id: String, pagination: Pagination, pageURL: @escaping @Sendable (Int) -> URL,
-        sweeps: Bool = true,
+        sweeps: Bool = true, capIsIntended: Bool = false,
         decode: @escaping @Sendable (HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record>
     ) {
-        self.init(id: id, pagination: pagination, origin: .http(pageURL), sweeps: sweeps, decode: decode)
+        self.init(id: id, pagination: pagination, origin: .http(pageURL), sweeps: sweeps, capIsIntended: capIsIntended,
+                  decode: decode)
     }
 
     public init(
-        id: String, pagination: Pagination, origin: PageOrigin, sweeps: Bool = true,
+        id: String, pagination: Pagination, origin: PageOrigin, sweeps: Bool = true, capIsIntended: Bool = false,
         decode: @escaping @Sendable (HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record>
     ) {
         self.id = id
         self.pagination = pagination
         self.origin = origin
         self.sweeps = sweeps
+        self.capIsIntended = capIsIntended
         self.decode = decode
     }
 

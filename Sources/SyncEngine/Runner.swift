@@ -256,13 +256,12 @@ public struct Runner: Sendable {
         }
         if !followUps.isEmpty {
             progress?(.sourceStarted(source: source.name, scopes: followUps.count))
-            let more = await crawler.crawl(followUps)
-            result.scopesTotal += more.scopesTotal
-            result.scopesComplete += more.scopesComplete
-            result.errors += more.errors
-            result.warnings += more.warnings
-            result.drift += more.drift
-            result.unchangedPages += more.unchangedPages
+            result.add(await crawler.crawl(followUps))
+        }
+        if let first = result.cappedScopes.first {
+            // One line per source: a cap usually stops many scopes at once.
+            let count = result.cappedScopes.count
+            result.warnings.append("\(source.name): \(count) scope\(count == 1 ? "" : "s") (\(first)\(count > 1 ? ", …" : "")) stopped at the configured cap (maxResults/maxPages); records past it were not seen, so none were removed")
         }
 
         // Removals only once the whole source is crawled: a record that moved

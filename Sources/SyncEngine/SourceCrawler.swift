@@ -42,6 +42,13 @@ enum FetchedPage: Sendable {
 }
 
 /// What a scope's producer sends: pages in order, then how the scope ended.
+extension ScopeOutcome {
+    var isCapped: Bool {
+        if case .capped = self { return true }
+        return false
+    }
+}
+
 enum ScopeMessage: Sendable {
     case page(index: Int, FetchedPage, url: String, seconds: Double)
     case end(ScopeOutcome)
@@ -67,6 +74,7 @@ struct SourceCrawler: Sendable {
 
     struct Result: Sendable {
         var scopesTotal = 0
+        /// Scopes that ended as intended: complete, or stopped at a cap they asked for.
         var scopesComplete = 0
         var errors: [String] = []
         var warnings: [String] = []
@@ -74,6 +82,18 @@ struct SourceCrawler: Sendable {
         var drift = 0
         /// Pages answered 304 or with an unchanged body.
         var unchangedPages = 0
+        /// Scopes stopped by a cap the job set (not one the scope intends).
+        var cappedScopes: [String] = []
+
+        mutating func add(_ other: Result) {
+            scopesTotal += other.scopesTotal
+            scopesComplete += other.scopesComplete
+            errors += other.errors
+            warnings += other.warnings
+            drift += other.drift
+            unchangedPages += other.unchangedPages
+            cappedScopes += other.cappedScopes
+        }
     }
 
     /// Crawls `scopes`, storing each page as it is applied, and returns what happened.
@@ -116,7 +136,7 @@ struct SourceCrawler: Sendable {
             for _ in 0..<max(1, concurrency) { startProducer() }
             for (slot, index) in pending.enumerated() {
                 let ended = await consume(scope: scopes[index], channel: channels[slot], into: &result)
-                if ended.isComplete { result.scopesComplete += 1 }
+                if ended.isComplete || (scopes[index].capIsIntended && ended.isCapped) { result.scopesComplete += 1 }
                 // That scope's producer is done (or stopping): its slot goes to the next scope.
                 startProducer()
             }
@@ -279,7 +299,7 @@ struct SourceCrawler: Sendable {
             state = "complete"
         case .capped:
             state = "capped"
-            result.warnings.append("\(source.name) \(scope.id): stopped at the configured cap; records past it were not seen, so none were removed")
+            if !scope.capIsIntended { result.cappedScopes.append(scope.id) }
         case .failed(_, let error):
             state = "failed"
             errorText = error.description

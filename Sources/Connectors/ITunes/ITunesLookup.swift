@@ -34,6 +34,8 @@ public enum ITunesLookup {
                     pagination: .offset(pageSize: limit, maxItems: limit),
                     pageURL: { _ in url },
                     sweeps: true,
+                    // "The latest `limit` episodes" is what was asked for.
+                    capIsIntended: true,
                     decode: { response throws(StoreSyncError) in try decodeChildren(response, parentKey: key) }
                 )
             }
