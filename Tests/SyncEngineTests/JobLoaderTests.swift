@@ -21,7 +21,7 @@ import TestSupport
         #expect(job.simulator != nil)
         #expect(job.storePath.hasSuffix("/output/demo/snapshot.sqlite"))
         #expect(!job.storePath.contains(".."))
-        #expect(job.sources.map(\.kind) == [.itunesSearch, .marketplace])
+        #expect(job.sources.map(\.kind) == [.itunesGenres, .itunesCharts, .itunesSearch, .podcastFeed, .marketplace])
     }
 
     @Test func relativePathsResolveAgainstTheJobFolder() throws {
