@@ -29,6 +29,8 @@ public enum StoreSyncError: Error, Sendable, CustomStringConvertible {
     case invalidJob(file: String, issues: [JobFileIssue])
     /// A page could not be fetched after retries.
     case fetchFailed(url: String, reason: String)
+    /// The server says the resource does not exist (HTTP 404 or 410).
+    case gone(url: String, status: Int)
     /// A page arrived but could not be understood.
     case malformedPage(url: String, reason: String)
     /// The server refused us (rate limit) for longer than we were willing to wait.
@@ -47,6 +49,8 @@ public enum StoreSyncError: Error, Sendable, CustomStringConvertible {
             return "invalid job file \(file) (\(issues.count) problem\(issues.count == 1 ? "" : "s")):\n\(list)"
         case .fetchFailed(let url, let reason):
             return "could not fetch \(url): \(reason). The scope is marked incomplete; the next run retries it."
+        case .gone(let url, let status):
+            return "\(url) answered HTTP \(status): it does not exist (any more). Check the address; the scope is marked incomplete."
         case .malformedPage(let url, let reason):
             return "malformed page \(url): \(reason). The scope is marked incomplete; nothing stored was changed by this page."
         case .throttled(let url, let retry):

@@ -27,18 +27,23 @@ public struct CrawlScope: Sendable {
     /// episodes): reaching N is its normal end, not a warning. It still
     /// removes nothing, since what lies past N was not seen.
     public var capIsIntended: Bool
+    /// A 404/410 is a normal answer for this scope (a podcast's feed taken
+    /// down, a product deleted between list and detail): the scope ends
+    /// "gone", without an error and without removing what it stored before.
+    public var toleratesGone: Bool
 
     public init(
         id: String, pagination: Pagination, pageURL: @escaping @Sendable (Int) -> URL,
-        sweeps: Bool = true, capIsIntended: Bool = false,
+        sweeps: Bool = true, capIsIntended: Bool = false, toleratesGone: Bool = false,
         decode: @escaping @Sendable (HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record>
     ) {
         self.init(id: id, pagination: pagination, origin: .http(pageURL), sweeps: sweeps, capIsIntended: capIsIntended,
-                  decode: decode)
+                  toleratesGone: toleratesGone, decode: decode)
     }
 
     public init(
         id: String, pagination: Pagination, origin: PageOrigin, sweeps: Bool = true, capIsIntended: Bool = false,
+        toleratesGone: Bool = false,
         decode: @escaping @Sendable (HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record>
     ) {
         self.id = id
@@ -46,6 +51,7 @@ public struct CrawlScope: Sendable {
         self.origin = origin
         self.sweeps = sweeps
         self.capIsIntended = capIsIntended
+        self.toleratesGone = toleratesGone
         self.decode = decode
     }
 

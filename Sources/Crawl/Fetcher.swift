@@ -73,6 +73,9 @@ public final class Fetcher: Sendable {
             case .fatal(let reason):
                 counters.withLock { $0.failures += 1 }
                 throw .fetchFailed(url: url.absoluteString, reason: reason)
+            case .gone(let status):
+                // Not retried: the server answered clearly. The caller decides whether that is a failure.
+                throw .gone(url: url.absoluteString, status: status)
             case .retry(let reason, let throttled, let retryAfter):
                 if throttled { counters.withLock { $0.throttled += 1 } }
                 guard attempt < settings.maxAttempts else {
@@ -110,6 +113,8 @@ public final class Fetcher: Sendable {
         case done(HTTPResponse)
         case retry(reason: String, throttled: Bool, retryAfter: Double?)
         case fatal(String)
+        /// 404 or 410: the resource does not exist.
+        case gone(Int)
     }
 
     static func classify(_ outcome: Result<HTTPResponse, TransportError>) -> Verdict {
@@ -131,6 +136,8 @@ public final class Fetcher: Sendable {
                 return .retry(reason: "HTTP 403 with an empty body (iTunes throttling)", throttled: true, retryAfter: retryAfter)
             case 500..<600:
                 return .retry(reason: "HTTP \(response.status)", throttled: false, retryAfter: retryAfter)
+            case 404, 410:
+                return .gone(response.status)
             default:
                 let snippet = String(decoding: response.body.prefix(200), as: UTF8.self)
                     .replacingOccurrences(of: "\n", with: " ")

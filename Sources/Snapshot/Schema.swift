@@ -130,6 +130,24 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v4: scopes may end gone") { db in
+            // SQLite cannot change a CHECK constraint in place: rebuild the table.
+            try db.execute(sql: """
+                CREATE TABLE scopes_v4 (
+                    source TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    run_id INTEGER NOT NULL,
+                    next_page INTEGER NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('running', 'complete', 'capped', 'failed', 'gone')),
+                    error TEXT,
+                    swept_run INTEGER,
+                    PRIMARY KEY (source, scope)
+                );
+                INSERT INTO scopes_v4 SELECT source, scope, run_id, next_page, state, error, swept_run FROM scopes;
+                DROP TABLE scopes;
+                ALTER TABLE scopes_v4 RENAME TO scopes;
+                """)
+        }
         return migrator
     }
 }

@@ -27,6 +27,10 @@ extension RunReport {
         lines.append("record rows \(dryRun ? "a run would write" : "written"): \(recordRowsWritten) (added \(added) + changed \(changed) + removed \(removed)); "
                      + "requests \(fetch.requests), retries \(fetch.retries), throttled \(fetch.throttled), "
                      + "304 not modified \(fetch.notModified), unchanged pages not decoded \(sources.reduce(0) { $0 + $1.unchangedPages })")
+        for source in sources where !source.gone.isEmpty {
+            lines.append("gone: \(source.name) \(source.gone.count) scope\(source.gone.count == 1 ? "" : "s") answered 404/410 "
+                         + "(\(source.gone.prefix(3).joined(separator: ", "))\(source.gone.count > 3 ? ", …" : "")); what they stored before is kept")
+        }
         let drift = sources.filter { $0.drift > 0 }
         if !drift.isEmpty {
             lines.append("drift: " + drift.map { "\($0.name) \($0.drift) rows seen twice within a scope" }.joined(separator: ", ")

@@ -31,6 +31,9 @@ public struct SourceReport: Sendable {
     public var drift: Int = 0
     /// Pages the server answered 304, or with the body stored last time: not decoded.
     public var unchangedPages: Int = 0
+    /// Scopes whose resource answered 404/410 where that is normal (a feed
+    /// taken down): what they stored before is kept.
+    public var gone: [String] = []
 }
 
 /// The summary of one run.
@@ -291,6 +294,7 @@ public struct Runner: Sendable {
         report.errors = result.errors
         report.drift = result.drift
         report.unchangedPages = result.unchangedPages
+        report.gone = result.goneScopes
         return report
     }
 }

@@ -52,6 +52,8 @@ extension ScopeOutcome {
 enum ScopeMessage: Sendable {
     case page(index: Int, FetchedPage, url: String, seconds: Double)
     case end(ScopeOutcome)
+    /// The scope's resource answered 404/410 and the scope tolerates that.
+    case gone(url: String, status: Int)
 }
 
 /// Crawls the scopes of one source. Pages are fetched and decoded by up to
@@ -84,6 +86,8 @@ struct SourceCrawler: Sendable {
         var unchangedPages = 0
         /// Scopes stopped by a cap the job set (not one the scope intends).
         var cappedScopes: [String] = []
+        /// Scopes whose resource no longer exists (a feed taken down), with the answer.
+        var goneScopes: [String] = []
 
         mutating func add(_ other: Result) {
             scopesTotal += other.scopesTotal
@@ -93,6 +97,7 @@ struct SourceCrawler: Sendable {
             drift += other.drift
             unchangedPages += other.unchangedPages
             cappedScopes += other.cappedScopes
+            goneScopes += other.goneScopes
         }
     }
 
@@ -135,8 +140,7 @@ struct SourceCrawler: Sendable {
             }
             for _ in 0..<max(1, concurrency) { startProducer() }
             for (slot, index) in pending.enumerated() {
-                let ended = await consume(scope: scopes[index], channel: channels[slot], into: &result)
-                if ended.isComplete || (scopes[index].capIsIntended && ended.isCapped) { result.scopesComplete += 1 }
+                if await consume(scope: scopes[index], channel: channels[slot], into: &result) { result.scopesComplete += 1 }
                 // That scope's producer is done (or stopping): its slot goes to the next scope.
                 startProducer()
             }
@@ -168,6 +172,12 @@ struct SourceCrawler: Sendable {
                 (fetched, url) = try await fetchPage(scope: scope, index: index)
                 breaker.recordSuccess()
             } catch {
+                if case .gone(let url, let status) = error, scope.toleratesGone {
+                    // The server answered, clearly: not a failure of the service.
+                    breaker.recordSuccess()
+                    _ = await channel.send(.gone(url: url, status: status))
+                    return
+                }
                 breaker.recordFailure()
                 _ = await channel.send(.end(.failed(pages: pages, error: error)))
                 return
@@ -244,17 +254,19 @@ struct SourceCrawler: Sendable {
         return .decoded(page, memo: newMemo)
     }
 
-    /// Applies a scope's pages as they come, then records how the scope ended.
-    func consume(scope: CrawlScope, channel: PageChannel<ScopeMessage>, into result: inout Result) async -> ScopeOutcome {
+    /// Applies a scope's pages as they come, then records how the scope
+    /// ended. True when it ended as intended (complete, at a cap it asked
+    /// for, or gone where that is normal).
+    func consume(scope: CrawlScope, channel: PageChannel<ScopeMessage>, into result: inout Result) async -> Bool {
         var outcome: ScopeOutcome = .failed(pages: 0, error: .fetchFailed(url: scope.id, reason: "the scope ended without an outcome"))
+        var gone: (url: String, status: Int)?
         // Drift shows as a key repeated on a later page of the same scope.
         var keysInScope = Set<RecordIdentity>()
         let tracksDrift: Bool = if case .http = scope.origin { true } else { false }
         while let message = await channel.next() {
             switch message {
-            case .page(let index, let fetched, _, let seconds):
+            case .page(let index, let fetched, _, _):
                 // Time and requests are booked per source: concurrent pages overlap.
-                _ = seconds
                 var input = PageInput(runID: run.id, source: source.name, scope: scope.id, page: index, records: [],
                                       requests: 0, seconds: 0)
                 let identities: [RecordIdentity]
@@ -281,37 +293,43 @@ struct SourceCrawler: Sendable {
                 } catch {
                     // The producer stops at its next send; pages already applied stay.
                     channel.cancel()
-                    outcome = .failed(pages: index, error: error)
-                    return finish(scope: scope, outcome: outcome, into: &result)
+                    return finish(scope: scope, state: "failed", error: error, into: &result)
                 }
             case .end(let ended):
                 outcome = ended
+            case .gone(let url, let status):
+                gone = (url, status)
             }
         }
-        return finish(scope: scope, outcome: outcome, into: &result)
-    }
-
-    func finish(scope: CrawlScope, outcome: ScopeOutcome, into result: inout Result) -> ScopeOutcome {
-        let state: String
-        var errorText: String?
+        if let gone {
+            logger.notice("\(source.name) \(scope.id): \(gone.url) answered HTTP \(gone.status); the records it gave before are kept")
+            result.goneScopes.append("\(scope.id) (HTTP \(gone.status))")
+            return finish(scope: scope, state: "gone", error: nil, into: &result)
+        }
         switch outcome {
         case .complete:
-            state = "complete"
+            return finish(scope: scope, state: "complete", error: nil, into: &result)
         case .capped:
-            state = "capped"
             if !scope.capIsIntended { result.cappedScopes.append(scope.id) }
+            return finish(scope: scope, state: "capped", error: nil, into: &result) && scope.capIsIntended
         case .failed(_, let error):
-            state = "failed"
-            errorText = error.description
+            return finish(scope: scope, state: "failed", error: error, into: &result)
+        }
+    }
+
+    /// Records the scope's end state; true unless it failed.
+    func finish(scope: CrawlScope, state: String, error: StoreSyncError?, into result: inout Result) -> Bool {
+        if let error {
             result.errors.append(error.description)
             logger.error("\(source.name) \(scope.id): \(error.description)")
         }
         do {
-            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: errorText)
+            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: error?.description)
         } catch {
             result.errors.append(error.description)
+            return false
         }
         progress?(.scopeFinished(source: source.name, scope: scope.id, state: state))
-        return outcome
+        return error == nil
     }
 }

@@ -35,7 +35,7 @@ public enum PodcastFeed {
             // The channel title is the podcast's name; the catalogue's name stands in when a feed has none.
             let name = (fields["collectionName"] ?? fields["trackName"])?.stringValue
             scopes.append(CrawlScope(
-                id: "feed:\(key)", pagination: onePage, pageURL: { _ in url },
+                id: "feed:\(key)", pagination: onePage, pageURL: { _ in url }, toleratesGone: true,
                 decode: { response throws(StoreSyncError) in try decodeFeed(response, podcastKey: key, podcastName: name) }
             ))
         }

@@ -24,7 +24,7 @@ public enum MarketplaceDetail {
             guard !id.isEmpty, id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), seen.insert(id).inserted else { continue }
             let url = detailURL(baseURL, id: id)
             scopes.append(CrawlScope(
-                id: "detail:\(id)", pagination: onePage, pageURL: { _ in url }, sweeps: false,
+                id: "detail:\(id)", pagination: onePage, pageURL: { _ in url }, sweeps: false, toleratesGone: true,
                 decode: { response throws(StoreSyncError) in try decodeDetail(response, id: id) }
             ))
         }
@@ -46,8 +46,8 @@ public enum MarketplaceDetail {
     /// request, which on a marketplace is normal, not a fault: the page is
     /// empty and complete, with the reason among the skipped rows, and the
     /// listing itself goes away through the list scope's removal rules. (The
-    /// ``Fetcher`` currently turns a 404 into a fetch failure before decoding;
-    /// this is the behaviour once 404s reach the decoder.)
+    /// runner ends a detail scope "gone" on a 404 before decoding; this keeps
+    /// the decoder right on its own.)
     ///
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` for a body that
     ///   is not a JSON object with this product's id.
