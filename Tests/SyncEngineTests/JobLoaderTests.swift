@@ -34,7 +34,7 @@ import TestSupport
         #expect(job.storePath == "/srv/data/s.sqlite")
         #expect(job.outputDirectory == "/srv/jobs/out")
         #expect(job.sources.first?.baseURL == nil)
-        #expect(job.sources.first?.kind.defaultBaseURL.host == "openmarket.yagom-academy.kr")
+        #expect(job.sources.first?.kind.defaultBaseURL?.host == "openmarket.yagom-academy.kr")
     }
 
     @Test func everyProblemIsReportedWithLineAndKey() {
