@@ -145,6 +145,19 @@ public enum AtomicFile {
         return removed
     }
 
+    /// Removes every temporary file of ours anywhere under `directory` (per-genre
+    /// feed names are not known in advance). Same rule: only under the run lock.
+    @discardableResult
+    public static func removeStaleTemporaries(under directory: URL) -> Int {
+        guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { return 0 }
+        var removed = 0
+        for case let url as URL in walker {
+            let name = url.lastPathComponent
+            if name.hasPrefix("."), name.contains(".tmp-"), unlink(url.path) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
     private static func createDirectories(_ directory: URL) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue {

@@ -148,6 +148,15 @@ enum Schema {
                 ALTER TABLE scopes_v4 RENAME TO scopes;
                 """)
         }
+        migrator.registerMigration("v5: exports are part of a run") { db in
+            // A run killed after its crawl but before its exports finished is
+            // resumed by exporting only: `exported` says whether that is done,
+            // `crawl_status` keeps the crawl's verdict while `status` may say an export failed.
+            try db.execute(sql: """
+                ALTER TABLE runs ADD COLUMN exported INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE runs ADD COLUMN crawl_status TEXT;
+                """)
+        }
         return migrator
     }
 }

@@ -11,6 +11,10 @@ public struct RunInfo: Sendable, Equatable {
     /// True when this run continues one that was killed before it finished.
     public var resumed: Bool
     public var startedAt: Date
+    /// The run's crawl had finished; only its exports remain to be written.
+    public var exportOnly: Bool = false
+    /// For an export-only resume: how the crawl ended.
+    public var crawlStatus: RunStatus?
 }
 
 public enum RunStatus: String, Sendable {
@@ -61,6 +65,9 @@ public struct PageInput: Sendable {
     public var unchangedKeys: [RecordIdentity]
     /// Saved with the page when the page was decoded from a fresh body.
     public var memo: PageMemo?
+    /// This is the scope's last page: its checkpoint says "complete" in the
+    /// same transaction, so a kill right after it never fetches past the end.
+    public var completesScope = false
 
     public init(runID: Int64, source: String, scope: String, page: Int, records: [Catalog.Record],
                 requests: Int = 1, skippedRows: Int = 0, seconds: Double = 0,
@@ -202,16 +209,27 @@ public final class SnapshotStore: Sendable {
     /// The simulated night advances only after a run that finished: a resumed
     /// run crawls the night it started, so it converges to what an
     /// uninterrupted run would have stored.
-    public func beginRun(job: String, at date: Date, simulated: Bool, night requestedNight: Int? = nil) throws(StoreSyncError) -> RunInfo {
+    /// A run whose crawl finished but whose exports did not (killed while
+    /// exporting, or an export failed) is resumed too, by exporting only,
+    /// unless `resumeExports` is false (a dry run crawls the next night).
+    public func beginRun(job: String, at date: Date, simulated: Bool, night requestedNight: Int? = nil,
+                         resumeExports: Bool = true) throws(StoreSyncError) -> RunInfo {
         let info: RunInfo = try wrap {
             try pool.write { db in
-                let last = try Row.fetchOne(db, sql: "SELECT id, night, status, started_at FROM runs ORDER BY id DESC LIMIT 1")
-                if let last, last["status"] as String == RunStatus.running.rawValue,
-                   requestedNight == nil || requestedNight == last["night"] {
+                let last = try Row.fetchOne(db, sql: "SELECT id, night, status, crawl_status, exported, started_at FROM runs ORDER BY id DESC LIMIT 1")
+                let sameNight = requestedNight == nil || requestedNight == last?["night"]
+                if let last, last["status"] as String == RunStatus.running.rawValue, sameNight {
                     let id: Int64 = last["id"]
                     try db.execute(sql: "UPDATE runs SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
                     return RunInfo(id: id, night: last["night"], resumed: true,
                                    startedAt: Date(timeIntervalSince1970: last["started_at"]))
+                }
+                if resumeExports, let last, last["exported"] as Int == 0, sameNight {
+                    let id: Int64 = last["id"]
+                    try db.execute(sql: "UPDATE runs SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
+                    let crawl = (last["crawl_status"] as String?).flatMap(RunStatus.init(rawValue:)) ?? .failed
+                    return RunInfo(id: id, night: last["night"], resumed: true,
+                                   startedAt: Date(timeIntervalSince1970: last["started_at"]), exportOnly: true, crawlStatus: crawl)
                 }
                 if let last, last["status"] as String == RunStatus.running.rawValue {
                     // A different night was asked for: the unfinished run is abandoned.
@@ -221,10 +239,10 @@ public final class SnapshotStore: Sendable {
                 var night: Int? = requestedNight
                 if night == nil, simulated {
                     let lastNight: Int? = last?["night"]
-                    let lastStatus: String? = last?["status"]
-                    night = lastStatus == RunStatus.failed.rawValue ? (lastNight ?? 1) : (lastNight ?? 0) + 1
+                    let lastCrawl: String? = last?["crawl_status"] ?? last?["status"]
+                    night = lastCrawl == RunStatus.failed.rawValue ? (lastNight ?? 1) : (lastNight ?? 0) + 1
                 }
-                try db.execute(sql: "INSERT INTO runs (job, night, started_at, status) VALUES (?, ?, ?, 'running')",
+                try db.execute(sql: "INSERT INTO runs (job, night, started_at, status, exported) VALUES (?, ?, ?, 'running', 0)",
                                arguments: [job, night, date.timeIntervalSince1970])
                 return RunInfo(id: db.lastInsertedRowID, night: night, resumed: false, startedAt: date)
             }
@@ -290,16 +308,40 @@ public final class SnapshotStore: Sendable {
         CanonicalJSON.string(.array(items.map(JSONValue.string)))
     }
 
-    public func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date) throws(StoreSyncError) {
+    /// Records how the crawl ended. With `exportsFollow`, the run counts as
+    /// finished only once ``markExported(_:message:)`` says its exports are
+    /// written too; until then the next start resumes it by exporting.
+    public func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date,
+                          exportsFollow: Bool = false) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
-                try db.execute(sql: "UPDATE runs SET status = ?, message = ?, finished_at = ? WHERE id = ?",
-                               arguments: [status.rawValue, message, date.timeIntervalSince1970, runID])
+                try db.execute(sql: "UPDATE runs SET status = ?, crawl_status = ?, message = ?, finished_at = ?, exported = ? WHERE id = ?",
+                               arguments: [status.rawValue, status.rawValue, message, date.timeIntervalSince1970,
+                                           exportsFollow ? 0 : 1, runID])
                 // The page key lists only serve a resume of this run.
                 try db.execute(sql: "DELETE FROM run_pages WHERE run_id <= ?", arguments: [runID])
             }
         }
         seen.withLock { $0 = [:] }
+    }
+
+    /// An export failed: the run says so, and the next start retries the exports (not the crawl).
+    public func markExportFailed(_ runID: Int64, message: String) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE runs SET status = 'failed', message = ? WHERE id = ?", arguments: [message, runID])
+            }
+        }
+    }
+
+    /// Every export of the run is written: the run is done, with its crawl's verdict as its status.
+    public func markExported(_ runID: Int64, message: String?) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE runs SET exported = 1, status = COALESCE(crawl_status, status), message = ? WHERE id = ?",
+                               arguments: [message, runID])
+            }
+        }
     }
 
     /// The scope's checkpoint within `runID`, or nil if this run has not touched it.
@@ -392,10 +434,10 @@ public final class SnapshotStore: Sendable {
                 try db.execute(sql: "INSERT OR REPLACE INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)",
                                arguments: [page.runID, page.source, page.scope, page.page, keyList])
                 try db.execute(sql: """
-                    INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, 'running')
+                    INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
-                        state = 'running', error = NULL
-                    """, arguments: [page.source, page.scope, page.runID, page.page + 1])
+                        state = excluded.state, error = NULL
+                    """, arguments: [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
                 try Self.addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
                                    added: result.added, changed: result.changed, unchanged: result.unchanged,
                                    removed: 0, skipped: page.skippedRows, seconds: page.seconds,

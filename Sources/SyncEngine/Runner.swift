@@ -120,13 +120,114 @@ public struct Runner: Sendable {
         return report
     }
 
+    /// What the crawl part of a run produced.
+    struct CrawlPhase {
+        var sources: [SourceReport] = []
+        var warnings: [String] = []
+        var errors: [String] = []
+        var outcome: RunOutcome = .ok
+        var fetch = FetchStats()
+        var totals = RunTotals()
+    }
+
     func run(_ options: RunOptions, store: SnapshotStore, exports writeExports: Bool) async throws(StoreSyncError) -> RunReport {
         let started = clock.now()
-        let run = try store.beginRun(job: job.name, at: options.now(), simulated: job.simulator != nil, night: options.night)
-        if run.resumed {
-            logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
+        let run = try store.beginRun(job: job.name, at: options.now(), simulated: job.simulator != nil, night: options.night,
+                                     resumeExports: writeExports)
+        var phase: CrawlPhase
+        if run.exportOnly {
+            logger.notice("run \(run.id) was stopped while exporting; its crawl is complete, so only the exports are written again")
+            phase = try storedCrawl(of: run, store: store)
+        } else {
+            if run.resumed {
+                logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
+            }
+            phase = try await crawl(run: run, store: store, options: options)
+            // The crawl's verdict and counters are stored before exporting: the
+            // exported runs table shows this run as it ended, and a run killed
+            // while exporting resumes by exporting only.
+            try store.finishRun(run.id, status: RunStatus(rawValue: phase.outcome.rawValue) ?? .failed,
+                                message: (phase.errors + phase.warnings).first, at: options.now(), exportsFollow: writeExports)
+            phase.totals.seconds = clock.now() - started
+            try store.recordTotals(run.id, phase.totals)
         }
 
+        var outcome = phase.outcome
+        var errors = phase.errors
+        var exported: [ExportedFile] = []
+        if writeExports {
+            options.progress?(.exporting)
+            // Left by a run killed while it wrote: safe to remove under the run lock.
+            let stale = AtomicFile.removeStaleTemporaries(under: URL(fileURLWithPath: job.outputDirectory))
+            if stale > 0 { logger.info("removed \(stale) temporary file(s) left by an interrupted export") }
+            let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
+                                        outputDirectory: job.outputDirectory)
+            var exportError: StoreSyncError?
+            do {
+                exported = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
+            } catch {
+                exportError = error
+            }
+            // Reports describe the run as it ended, exports included.
+            var totals = phase.totals
+            totals.seconds += clock.now() - started - (run.exportOnly ? 0 : phase.totals.seconds)
+            if let exportError {
+                errors.append(exportError.description)
+                totals.errors = errors
+                try store.markExportFailed(run.id, message: exportError.description)
+            }
+            try store.recordTotals(run.id, totals)
+            // Reports are written even after a failed export: they are how cron users learn of it.
+            do {
+                exported += try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
+            } catch {
+                exportError = exportError ?? error
+                errors.append(error.description)
+                try store.markExportFailed(run.id, message: error.description)
+            }
+            if exportError == nil {
+                try store.markExported(run.id, message: (phase.errors + phase.warnings).first)
+            } else {
+                outcome = .failed
+            }
+        }
+
+        let counts = try store.sourceCounts(runID: run.id)
+        for index in phase.sources.indices {
+            phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
+        }
+        return RunReport(
+            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
+            sources: phase.sources, fetch: phase.fetch, exports: exported, warnings: phase.warnings, errors: errors,
+            seconds: clock.now() - started)
+    }
+
+    /// The crawl of a run that finished crawling earlier, as the store recorded it.
+    func storedCrawl(of run: RunInfo, store: SnapshotStore) throws(StoreSyncError) -> CrawlPhase {
+        var phase = CrawlPhase()
+        let stored = try store.run(run.id)
+        phase.totals = stored?.totals ?? RunTotals()
+        phase.warnings = phase.totals.warnings
+        phase.errors = phase.totals.errors
+        phase.outcome = RunOutcome(rawValue: (run.crawlStatus ?? .failed).rawValue) ?? .failed
+        phase.fetch.requests = phase.totals.requests
+        phase.fetch.retries = phase.totals.retries
+        phase.fetch.throttled = phase.totals.throttled
+        phase.fetch.notModified = phase.totals.notModified
+        phase.fetch.failures = phase.totals.failures
+        let scopes = try store.scopeStates().filter { $0.runID == run.id }
+        for source in job.sources {
+            let mine = scopes.filter { $0.source == source.name }
+            phase.sources.append(SourceReport(
+                name: source.name, kind: source.kind, counts: SourceCounts(source: source.name), scopesTotal: mine.count,
+                scopesComplete: mine.filter { $0.state == "complete" || $0.state == "gone" }.count,
+                errors: mine.compactMap(\.error)))
+        }
+        return phase
+    }
+
+    /// Crawls every source in the job's order.
+    func crawl(run: RunInfo, store: SnapshotStore, options: RunOptions) async throws(StoreSyncError) -> CrawlPhase {
         var simulator: SimulatorServer?
         if let spec = job.simulator {
             // The loader validated the fault specs already.
@@ -154,73 +255,30 @@ public struct Runner: Sendable {
         }
         let fetcher = Fetcher(transport: network, settings: job.http, clock: clock, logger: logger)
 
-        var sourceReports: [SourceReport] = []
-        var warnings: [String] = []
-        var errors: [String] = []
+        var phase = CrawlPhase()
         for source in job.sources {
             let baseURL = source.baseURL ?? simulator?.baseURL ?? source.defaultBaseURL
             let report = await crawl(source: source, baseURL: baseURL, run: run, store: store, fetcher: fetcher,
-                                     progress: options.progress, warnings: &warnings)
-            errors += report.errors
-            sourceReports.append(report)
+                                     progress: options.progress, warnings: &phase.warnings)
+            phase.errors += report.errors
+            phase.sources.append(report)
         }
-
         await ownTransport?.shutdown()
         await simulator?.shutdown()
 
-        var outcome: RunOutcome = .ok
-        let totalScopes = sourceReports.reduce(0) { $0 + $1.scopesTotal }
-        let completeScopes = sourceReports.reduce(0) { $0 + $1.scopesComplete }
-        if completeScopes < totalScopes || !warnings.isEmpty { outcome = .partial }
-        if totalScopes > 0, completeScopes == 0, !errors.isEmpty { outcome = .failed }
-
-        // The crawl's verdict is recorded before exporting, so the exported
-        // runs table shows this run as it ended; a failed export downgrades it.
-        try store.finishRun(run.id, status: RunStatus(rawValue: outcome.rawValue) ?? .failed,
-                            message: (errors + warnings).first, at: options.now())
-        let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
-                                    outputDirectory: job.outputDirectory)
-        var exported: [ExportedFile] = []
-        if writeExports {
-            options.progress?(.exporting)
-            do {
-                exported = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
-            } catch {
-                errors.append(error.description)
-                outcome = .failed
-                try store.finishRun(run.id, status: .failed, message: error.description, at: options.now())
-            }
-        }
-        // Reports describe the run as it ended, exports included.
-        let stats = fetcher.stats
-        var totals = RunTotals()
-        totals.requests = stats.requests
-        totals.retries = stats.retries
-        totals.throttled = stats.throttled
-        totals.notModified = stats.notModified
-        totals.failures = stats.failures
-        totals.seconds = clock.now() - started
-        totals.warnings = warnings
-        totals.errors = errors
-        try store.recordTotals(run.id, totals)
-        if writeExports {
-            do {
-                exported += try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
-            } catch {
-                errors.append(error.description)
-                outcome = .failed
-                try store.finishRun(run.id, status: .failed, message: error.description, at: options.now())
-            }
-        }
-
-        let counts = try store.sourceCounts(runID: run.id)
-        for index in sourceReports.indices {
-            sourceReports[index].counts = counts.first { $0.source == sourceReports[index].name } ?? SourceCounts(source: sourceReports[index].name)
-        }
-        return RunReport(
-            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
-            sources: sourceReports, fetch: fetcher.stats, exports: exported, warnings: warnings, errors: errors,
-            seconds: clock.now() - started)
+        let totalScopes = phase.sources.reduce(0) { $0 + $1.scopesTotal }
+        let completeScopes = phase.sources.reduce(0) { $0 + $1.scopesComplete }
+        if completeScopes < totalScopes || !phase.warnings.isEmpty { phase.outcome = .partial }
+        if totalScopes > 0, completeScopes == 0, !phase.errors.isEmpty { phase.outcome = .failed }
+        phase.fetch = fetcher.stats
+        phase.totals.requests = phase.fetch.requests
+        phase.totals.retries = phase.fetch.retries
+        phase.totals.throttled = phase.fetch.throttled
+        phase.totals.notModified = phase.fetch.notModified
+        phase.totals.failures = phase.fetch.failures
+        phase.totals.warnings = phase.warnings
+        phase.totals.errors = phase.errors
+        return phase
     }
 
     /// Crawls every scope of a source, storing each page as it arrives, then

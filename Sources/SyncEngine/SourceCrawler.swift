@@ -50,7 +50,8 @@ extension ScopeOutcome {
 }
 
 enum ScopeMessage: Sendable {
-    case page(index: Int, FetchedPage, url: String, seconds: Double)
+    /// `isLast`: the scope ends complete with this page.
+    case page(index: Int, FetchedPage, url: String, isLast: Bool)
     case end(ScopeOutcome)
     /// The scope's resource answered 404/410 and the scope tolerates that.
     case gone(url: String, status: Int)
@@ -165,7 +166,6 @@ struct SourceCrawler: Sendable {
                     reason: "circuit breaker open: source '\(source.name)' stopped after \(fetcher.settings.circuitBreakerThreshold) consecutive failed pages, so this scope was not fetched; the next run retries it"))))
                 return
             }
-            let started = clock.now()
             let fetched: FetchedPage
             let url: String
             do {
@@ -182,9 +182,11 @@ struct SourceCrawler: Sendable {
                 _ = await channel.send(.end(.failed(pages: pages, error: error)))
                 return
             }
-            guard await channel.send(.page(index: index, fetched, url: url, seconds: clock.now() - started)) else { return }
+            let emptyButMore = fetched.rowCount == 0 && fetched.hasNext == true
+            let isLast = !emptyButMore && !scope.pagination.continues(afterRows: fetched.rowCount, hasNext: fetched.hasNext)
+            guard await channel.send(.page(index: index, fetched, url: url, isLast: isLast)) else { return }
             pages += 1
-            if fetched.rowCount == 0, fetched.hasNext == true {
+            if emptyButMore {
                 // Claiming more after an empty page is a server fault; ending
                 // here as "complete" would turn every later record into a removal.
                 _ = await channel.send(.end(.failed(pages: pages, error: .malformedPage(
@@ -265,10 +267,11 @@ struct SourceCrawler: Sendable {
         let tracksDrift: Bool = if case .http = scope.origin { true } else { false }
         while let message = await channel.next() {
             switch message {
-            case .page(let index, let fetched, _, _):
+            case .page(let index, let fetched, _, let isLast):
                 // Time and requests are booked per source: concurrent pages overlap.
                 var input = PageInput(runID: run.id, source: source.name, scope: scope.id, page: index, records: [],
                                       requests: 0, seconds: 0)
+                input.completesScope = isLast
                 let identities: [RecordIdentity]
                 switch fetched {
                 case .decoded(let page, let memo):
