@@ -39,7 +39,7 @@ public final class Fetcher: Sendable {
         self.logger = logger
         self.random = random
         let settingsCopy = settings
-        self.limiter = RateLimiter(clock: clock) { settingsCopy.requestsPerMinute(forHost: $0) }
+        self.limiter = RateLimiter(clock: clock, burst: settings.burst) { settingsCopy.requestsPerMinute(forHost: $0) }
     }
 
     public var stats: FetchStats { counters.withLock { $0 } }

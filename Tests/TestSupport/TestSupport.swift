@@ -82,3 +82,101 @@ public final class ScriptedTransport: HTTPTransport {
         HTTPResponse(url: url, status: status, headers: headers, body: Array(text.utf8))
     }
 }
+
+/// A discrete-event clock for tests with concurrent sleepers.
+///
+/// ``ManualClock`` moves time forward by each sleep as it happens, so two
+/// tasks that sleep at once add their waits up and time runs ahead of any
+/// schedule. Here the tasks started by ``run(tasks:_:)`` are its participants:
+/// a sleeping participant is parked until every participant is asleep or
+/// done; then the one with the earliest deadline wakes (ties in the order they
+/// fell asleep) and `now` becomes its deadline. Time never jumps past a
+/// deadline, and what each task observes is what real time would show.
+///
+/// Participants must block only on this clock (or finish): one awaiting
+/// something else while the rest sleep stops the clock. Sleeps from tasks that
+/// are not participants advance time at once, as ``ManualClock`` does.
+/// Parked sleepers do not react to cancellation; they wake in turn.
+public final class VirtualClock: CrawlClock {
+    private struct Sleeper {
+        var deadline: Double
+        var order: Int
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct State {
+        var now: Double
+        var running = 0
+        var sleepers: [Sleeper] = []
+        var order = 0
+        var sleeps: [Double] = []
+
+        /// When nobody runs, wakes the earliest sleeper (to be resumed outside the lock).
+        mutating func wakeNextIfIdle() -> CheckedContinuation<Void, Never>? {
+            guard running == 0, !sleepers.isEmpty else { return nil }
+            let index = sleepers.indices.min {
+                (sleepers[$0].deadline, sleepers[$0].order) < (sleepers[$1].deadline, sleepers[$1].order)
+            }!
+            let sleeper = sleepers.remove(at: index)
+            now = max(now, sleeper.deadline)
+            running += 1
+            return sleeper.continuation
+        }
+    }
+
+    @TaskLocal private static var isParticipant = false
+    private let state: Mutex<State>
+
+    public init(start: Double = 0) { state = Mutex(State(now: start)) }
+
+    public func now() -> Double { state.withLock { $0.now } }
+
+    /// Every sleep asked for, in the order asked.
+    public var sleeps: [Double] { state.withLock { $0.sleeps } }
+
+    public func sleep(seconds: Double) async throws {
+        try Task.checkCancellation()
+        guard Self.isParticipant else {
+            state.withLock {
+                $0.sleeps.append(seconds)
+                if seconds > 0 { $0.now += seconds }
+            }
+            return
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let next = state.withLock { state in
+                state.sleeps.append(seconds)
+                state.sleepers.append(Sleeper(deadline: state.now + max(0, seconds), order: state.order,
+                                              continuation: continuation))
+                state.order += 1
+                state.running -= 1
+                return state.wakeNextIfIdle()
+            }
+            next?.resume()
+        }
+    }
+
+    /// Runs `body(0)` … `body(count - 1)` concurrently as participants and
+    /// returns when all are done (rethrowing the first error).
+    public func run(tasks count: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        // Counted before any starts, so time cannot move while some are still being spawned.
+        state.withLock { $0.running += count }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    defer { self.participantFinished() }
+                    try await Self.$isParticipant.withValue(true) { try await body(index) }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    private func participantFinished() {
+        let next = state.withLock { state in
+            state.running -= 1
+            return state.wakeNextIfIdle()
+        }
+        next?.resume()
+    }
+}
