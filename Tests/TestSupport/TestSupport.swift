@@ -180,3 +180,61 @@ public final class VirtualClock: CrawlClock {
         next?.resume()
     }
 }
+
+/// A transport that holds every request until the test opens the gate, so a
+/// test can line up concurrent callers behind a request still in flight.
+public final class GatedTransport: HTTPTransport {
+    public typealias Handler = @Sendable (HTTPRequest, Int) -> Result<HTTPResponse, TransportError>
+    private struct State {
+        var open = false
+        var requests: [HTTPRequest] = []
+        /// Parked requests with their sequence numbers.
+        var held: [(continuation: CheckedContinuation<Int, Never>, n: Int)] = []
+        var arrivalWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+    private let handler: Handler
+    private let state = Mutex(State())
+
+    /// `handler` gets the request and its zero-based sequence number once the gate is open.
+    public init(handler: @escaping Handler) { self.handler = handler }
+
+    public func get(_ request: HTTPRequest, timeoutSeconds: Double) async throws(TransportError) -> HTTPResponse {
+        let n = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let (n, open, arrived) = state.withLock { state in
+                state.requests.append(request)
+                let n = state.requests.count - 1
+                let ready = state.arrivalWaiters.filter { $0.count <= state.requests.count }
+                state.arrivalWaiters.removeAll { $0.count <= state.requests.count }
+                if !state.open { state.held.append((continuation, n)) }
+                return (n, state.open, ready.map(\.continuation))
+            }
+            for waiter in arrived { waiter.resume() }
+            if open { continuation.resume(returning: n) }
+        }
+        return try handler(request, n).get()
+    }
+
+    /// Lets every held and future request through.
+    public func open() {
+        let held = state.withLock { state in
+            state.open = true
+            defer { state.held = [] }
+            return state.held
+        }
+        for (continuation, n) in held { continuation.resume(returning: n) }
+    }
+
+    /// Returns once `count` requests have reached the transport.
+    public func waitForRequests(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state in
+                if state.requests.count >= count { return true }
+                state.arrivalWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    public var requests: [HTTPRequest] { state.withLock { $0.requests } }
+}
