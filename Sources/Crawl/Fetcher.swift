@@ -5,12 +5,17 @@ import Synchronization
 
 /// Request counters of a run, for the summary and the run report.
 public struct FetchStats: Sendable, Equatable {
+    /// Requests handed to the transport, retries included.
     public var requests = 0
     public var retries = 0
     /// 403-with-empty-body and 429 answers.
     public var throttled = 0
     public var notModified = 0
     public var failures = 0
+    /// Calls that waited for an identical request already in flight instead of sending their own.
+    public var shared = 0
+    /// Calls answered from the response cache, without a request.
+    public var cacheHits = 0
 
     public init() {}
 }
@@ -18,6 +23,12 @@ public struct FetchStats: Sendable, Equatable {
 /// Fetches pages politely: paced per host, retried with exponential backoff
 /// and full jitter, honouring `Retry-After`, treating iTunes' empty-body 403
 /// as "slow down" rather than "forbidden".
+///
+/// It also avoids asking twice: concurrent calls for the same URL and headers
+/// share one request, and a 200 fetched within `cacheTTLSeconds` is answered
+/// again without one. Requests carrying conditional headers (`If-None-Match`,
+/// `If-Modified-Since`, any `If-*`) skip the cache, because their caller wants
+/// the server's verdict on its validators, but they still share in-flight requests.
 public final class Fetcher: Sendable {
     public let settings: HTTPSettings
     private let transport: any HTTPTransport
@@ -25,13 +36,23 @@ public final class Fetcher: Sendable {
     private let limiter: RateLimiter
     private let random: @Sendable () -> Double
     private let logger: Logger
-    private let counters = Mutex(FetchStats())
 
-    /// - Parameter random: uniform in [0, 1), for backoff jitter; injectable for tests.
+    private struct State {
+        var stats = FetchStats()
+        var cache: ResponseCache
+        var inFlight: [RequestKey: Flight] = [:]
+    }
+    private let state: Mutex<State>
+
+    /// - Parameters:
+    ///   - random: uniform in [0, 1), for backoff jitter; injectable for tests.
+    ///   - cacheMaxEntries: responses the TTL cache keeps at most (oldest dropped first).
+    ///   - cacheMaxBytes: body bytes the TTL cache keeps at most (oldest dropped first).
     public init(
         transport: any HTTPTransport, settings: HTTPSettings, clock: any CrawlClock = SystemCrawlClock(),
         logger: Logger = Logger(label: "storesync.crawl"),
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        cacheMaxEntries: Int = 4_096, cacheMaxBytes: Int = 64 << 20
     ) {
         self.transport = transport
         self.settings = settings
@@ -39,13 +60,84 @@ public final class Fetcher: Sendable {
         self.logger = logger
         self.random = random
         let settingsCopy = settings
-        self.limiter = RateLimiter(clock: clock) { settingsCopy.requestsPerMinute(forHost: $0) }
+        self.limiter = RateLimiter(clock: clock, burst: settings.burst) { settingsCopy.requestsPerMinute(forHost: $0) }
+        self.state = Mutex(State(cache: ResponseCache(
+            ttl: settings.cacheTTLSeconds, maxEntries: cacheMaxEntries, maxBytes: cacheMaxBytes)))
     }
 
-    public var stats: FetchStats { counters.withLock { $0 } }
+    public var stats: FetchStats { state.withLock { $0.stats } }
 
     /// Returns a 2xx or 304 response; throws ``StoreSyncError`` naming the URL otherwise.
-    public func get(_ url: URL, headers: [String: String] = [:]) async throws(StoreSyncError) -> HTTPResponse {
+    ///
+    /// - Parameters:
+    ///   - headers: sent as given; conditional GET validators are the caller's to supply.
+    ///   - bypassCache: ignore (and drop) a cached response and send a fresh request whose
+    ///     200 replaces it, e.g. to retry a page whose body did not decode. Such a call
+    ///     does not join a request already in flight either, since that one may be
+    ///     delivering the very body being retried.
+    public func get(_ url: URL, headers: [String: String] = [:], bypassCache: Bool = false)
+        async throws(StoreSyncError) -> HTTPResponse
+    {
+        let key = RequestKey(url: url, headers: headers)
+        let usesCache = !headers.keys.contains { $0.lowercased().hasPrefix("if-") }
+        enum Step { case cached(HTTPResponse), join(Flight), lead(Flight) }
+        while true {
+            let now = clock.now()
+            let step = state.withLock { state -> Step in
+                if bypassCache {
+                    state.cache.remove(key)
+                } else {
+                    if usesCache, let response = state.cache.lookup(key, now: now) {
+                        state.stats.cacheHits += 1
+                        return .cached(response)
+                    }
+                    if let flight = state.inFlight[key] {
+                        state.stats.shared += 1
+                        return .join(flight)
+                    }
+                }
+                let flight = Flight()
+                state.inFlight[key] = flight
+                return .lead(flight)
+            }
+            switch step {
+            case .cached(let response):
+                return response
+            case .join(let flight):
+                switch await flight.wait() {
+                case .finished(let result)?:
+                    return try result.get()
+                case .leaderCancelled?:
+                    // The leader's task was cancelled, not the request refused:
+                    // this caller still wants the page, so it asks again itself.
+                    continue
+                case nil:
+                    throw .fetchFailed(url: url.absoluteString, reason: "cancelled")
+                }
+            case .lead(let flight):
+                let result = await fetchFromNetwork(url, headers: headers)
+                let finishedAt = clock.now()
+                state.withLock { state in
+                    // A bypassing call that started meanwhile replaced this
+                    // flight; its fresher answer is the one to keep.
+                    guard state.inFlight[key] === flight else { return }
+                    state.inFlight[key] = nil
+                    if usesCache, case .success(let response) = result, response.status == 200 {
+                        state.cache.store(response, for: key, now: finishedAt)
+                    }
+                }
+                if case .failure = result, Task.isCancelled {
+                    flight.finish(.leaderCancelled)
+                } else {
+                    flight.finish(.finished(result))
+                }
+                return try result.get()
+            }
+        }
+    }
+
+    /// One request with retries: the pacing, backoff and classification.
+    private func fetchFromNetwork(_ url: URL, headers: [String: String]) async -> Result<HTTPResponse, StoreSyncError> {
         var request = HTTPRequest(url: url, headers: headers)
         request.headers["User-Agent"] = settings.userAgent
         request.headers["Accept-Encoding"] = "gzip"
@@ -56,9 +148,10 @@ public final class Fetcher: Sendable {
             do {
                 try await limiter.acquire(host: host)
             } catch {
-                throw .fetchFailed(url: url.absoluteString, reason: "cancelled")
+                return .failure(.fetchFailed(url: url.absoluteString, reason: "cancelled"))
             }
-            counters.withLock { $0.requests += 1 }
+            state.withLock { $0.stats.requests += 1 }
+            RequestTally.current?.add()
             let outcome: Result<HTTPResponse, TransportError>
             do {
                 outcome = .success(try await transport.get(request, timeoutSeconds: settings.timeoutSeconds))
@@ -68,24 +161,27 @@ public final class Fetcher: Sendable {
             let verdict = Self.classify(outcome)
             switch verdict {
             case .done(let response):
-                if response.status == 304 { counters.withLock { $0.notModified += 1 } }
-                return response
+                if response.status == 304 { state.withLock { $0.stats.notModified += 1 } }
+                return .success(response)
             case .fatal(let reason):
-                counters.withLock { $0.failures += 1 }
-                throw .fetchFailed(url: url.absoluteString, reason: reason)
+                state.withLock { $0.stats.failures += 1 }
+                return .failure(.fetchFailed(url: url.absoluteString, reason: reason))
             case .gone(let status):
-                // Not retried: the server answered clearly. The caller decides whether that is a failure.
-                throw .gone(url: url.absoluteString, status: status)
+                // Not retried: the server answered clearly. Counted as a failed
+                // fetch (no page came of it); the caller decides whether it fails the scope.
+                state.withLock { $0.stats.failures += 1 }
+                return .failure(.gone(url: url.absoluteString, status: status))
             case .retry(let reason, let throttled, let retryAfter):
-                if throttled { counters.withLock { $0.throttled += 1 } }
+                if throttled { state.withLock { $0.stats.throttled += 1 } }
                 guard attempt < settings.maxAttempts else {
-                    counters.withLock { $0.failures += 1 }
-                    if throttled { throw .throttled(url: url.absoluteString, retryAfterSeconds: retryAfter) }
-                    throw .fetchFailed(url: url.absoluteString, reason: "\(reason) (gave up after \(attempt) attempts)")
+                    state.withLock { $0.stats.failures += 1 }
+                    if throttled { return .failure(.throttled(url: url.absoluteString, retryAfterSeconds: retryAfter)) }
+                    return .failure(.fetchFailed(
+                        url: url.absoluteString, reason: "\(reason) (gave up after \(attempt) attempts)"))
                 }
                 let delay = backoff(attempt: attempt, retryAfter: retryAfter)
                 if throttled { limiter.penalize(host: host, seconds: delay) }
-                counters.withLock { $0.retries += 1 }
+                state.withLock { $0.stats.retries += 1 }
                 logger.info("retrying", metadata: [
                     "url": "\(url.absoluteString)", "reason": "\(reason)",
                     "attempt": "\(attempt + 1)", "delay_s": "\(String(format: "%.2f", delay))",
@@ -93,7 +189,7 @@ public final class Fetcher: Sendable {
                 do {
                     try await clock.sleep(seconds: delay)
                 } catch {
-                    throw .fetchFailed(url: url.absoluteString, reason: "cancelled")
+                    return .failure(.fetchFailed(url: url.absoluteString, reason: "cancelled"))
                 }
             }
         }

@@ -1,40 +1,95 @@
 import Foundation
 import Synchronization
 
-/// Per-host request pacing: requests to one host are spaced at least
-/// `60 / requestsPerMinute` seconds apart, so no window of a minute ever
-/// holds more than the configured number (the real iTunes limit is about 20
-/// a minute per client address, enforced by rate, not by quota).
+/// Per-host request pacing: a token bucket refilled at `requestsPerMinute / 60`
+/// tokens a second and holding at most `burst` tokens.
 ///
-/// Spacing rather than a bursty bucket is deliberate: iTunes throttles on
-/// rate, and a burst at the start of each minute is what gets clients a 403.
+/// With the default `burst` of 1 this is plain spacing, `60 / requestsPerMinute`
+/// seconds between requests, and no 60-second window ever holds more than the
+/// configured number. That default is deliberate: iTunes (about 20 a minute
+/// per client address) throttles on rate, and a burst at the start of each
+/// minute is what gets clients an empty 403. A larger `burst` lets that many
+/// requests go back to back after an idle spell; any window of 60 s then holds
+/// at most `requestsPerMinute + burst - 1`.
+///
+/// The bucket is kept as a "theoretical arrival time" (GCRA): each caller
+/// books its slot under a lock and only then sleeps on the clock, so any
+/// number of concurrent callers for one host together still keep the pace;
+/// the order in which they wake does not matter.
 public final class RateLimiter: Sendable {
-    private let clock: any CrawlClock
-    private let limits: @Sendable (String) -> Double?
-    private let nextSlot = Mutex<[String: Double]>([:])
+    private struct HostState {
+        /// When the bucket would be full again if nobody asked in between; a
+        /// request may go once `tat - tolerance` has come.
+        var tat: Double
+        /// The end of the latest pause the server asked for.
+        var pausedUntil: Double
+    }
 
-    /// - Parameter limits: requests per minute for a host, nil for unlimited.
-    public init(clock: any CrawlClock, limits: @escaping @Sendable (String) -> Double?) {
+    private let clock: any CrawlClock
+    private let burst: Int
+    private let limits: @Sendable (String) -> Double?
+    private let hosts = Mutex<[String: HostState]>([:])
+
+    /// - Parameters:
+    ///   - burst: bucket size, the requests a host may get back to back; values below 1 count as 1.
+    ///   - limits: requests per minute for a host, nil (or not positive) for unlimited.
+    public init(clock: any CrawlClock, burst: Int = 1, limits: @escaping @Sendable (String) -> Double?) {
         self.clock = clock
+        self.burst = max(1, burst)
         self.limits = limits
     }
 
     /// Waits until a request to `host` may go out, and books its slot.
+    ///
+    /// Throws only when the waiting task is cancelled (whatever the clock's
+    /// sleep throws).
     public func acquire(host: String) async throws {
-        guard let perMinute = limits(host), perMinute > 0 else { return }
-        let interval = 60 / perMinute
-        let now = clock.now()
-        let slot = nextSlot.withLock { slots -> Double in
-            let slot = max(now, slots[host] ?? now)
-            slots[host] = slot + interval
-            return slot
+        let host = host.lowercased()
+        let perMinute = limits(host).flatMap { $0 > 0 ? $0 : nil }
+        while true {
+            let now = clock.now()
+            let slot = hosts.withLock { hosts -> Double in
+                var state = hosts[host] ?? HostState(tat: now, pausedUntil: -.infinity)
+                let slot: Double
+                if let perMinute {
+                    let interval = 60 / perMinute
+                    let tolerance = Double(burst - 1) * interval
+                    slot = max(now, state.tat - tolerance, state.pausedUntil)
+                    state.tat = max(state.tat, slot) + interval
+                    hosts[host] = state
+                } else {
+                    // Unlimited hosts keep no state unless paused: a run may
+                    // touch thousands of podcast hosts once each.
+                    slot = max(now, state.pausedUntil)
+                }
+                return slot
+            }
+            if slot > now { try await clock.sleep(seconds: slot - now) }
+            // A pause asked for while this caller slept overrides the slot it
+            // had booked: going out now would be exactly the request the
+            // server just told us not to send.
+            let paused = hosts.withLock { $0[host]?.pausedUntil ?? -.infinity }
+            if paused <= slot { return }
         }
-        try await clock.sleep(seconds: slot - now)
     }
 
-    /// Pushes every later request to `host` back (the server asked us to slow down).
+    /// Pauses `host` for `seconds` from now (the server asked us to slow down):
+    /// no request to it goes out before then, including those already waiting,
+    /// and afterwards the pace resumes with a single token, not a full burst.
+    /// Applies to unlimited hosts too.
     public func penalize(host: String, seconds: Double) {
-        let until = clock.now() + seconds
-        nextSlot.withLock { slots in slots[host] = max(slots[host] ?? until, until) }
+        let host = host.lowercased()
+        let now = clock.now()
+        let until = now + max(0, seconds)
+        let perMinute = limits(host).flatMap { $0 > 0 ? $0 : nil }
+        hosts.withLock { hosts in
+            var state = hosts[host] ?? HostState(tat: now, pausedUntil: -.infinity)
+            state.pausedUntil = max(state.pausedUntil, until)
+            if let perMinute {
+                let interval = 60 / perMinute
+                state.tat = max(state.tat, until + Double(burst - 1) * interval)
+            }
+            hosts[host] = state
+        }
     }
 }

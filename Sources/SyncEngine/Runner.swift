@@ -287,7 +287,6 @@ public struct Runner: Sendable {
                progress: (@Sendable (RunProgress) -> Void)?, warnings: inout [String]) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
-        let requestsBefore = fetcher.stats.requests
         let started = clock.now()
         var inputs: [Record] = []
         if let request = Connectors.inputRequest(for: source) {
@@ -341,10 +340,8 @@ public struct Runner: Sendable {
         if result.drift > 0 {
             logger.notice("\(source.name): \(result.drift) rows appeared twice within a scope (the listing shifted while it was paged); each was stored once")
         }
-        // Requests are counted per source, not per page: with scopes fetched
-        // concurrently, a page cannot tell its own requests from its neighbours'.
-        try? store.addSourceTime(runID: run.id, source: source.name, requests: fetcher.stats.requests - requestsBefore,
-                                 seconds: clock.now() - started)
+        // Pages book their own requests; time is the source's wall clock.
+        try? store.addSourceTime(runID: run.id, source: source.name, requests: 0, seconds: clock.now() - started)
         progress?(.sourceFinished(source: source.name))
         warnings += result.warnings
         report.scopesTotal = result.scopesTotal

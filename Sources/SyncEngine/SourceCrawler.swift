@@ -51,7 +51,7 @@ extension ScopeOutcome {
 
 enum ScopeMessage: Sendable {
     /// `isLast`: the scope ends complete with this page.
-    case page(index: Int, FetchedPage, url: String, isLast: Bool)
+    case page(index: Int, FetchedPage, requests: Int, isLast: Bool)
     case end(ScopeOutcome)
     /// The scope's resource answered 404/410 and the scope tolerates that.
     case gone(url: String, status: Int)
@@ -168,8 +168,16 @@ struct SourceCrawler: Sendable {
             }
             let fetched: FetchedPage
             let url: String
+            let tally = RequestTally()
+            let attempt: Swift.Result<(FetchedPage, String), StoreSyncError> = await RequestTally.$current.withValue(tally) {
+                do throws(StoreSyncError) {
+                    return .success(try await fetchPage(scope: scope, index: index))
+                } catch {
+                    return .failure(error)
+                }
+            }
             do {
-                (fetched, url) = try await fetchPage(scope: scope, index: index)
+                (fetched, url) = try attempt.get()
                 breaker.recordSuccess()
             } catch {
                 if case .gone(let url, let status) = error, scope.toleratesGone {
@@ -184,7 +192,7 @@ struct SourceCrawler: Sendable {
             }
             let emptyButMore = fetched.rowCount == 0 && fetched.hasNext == true
             let isLast = !emptyButMore && !scope.pagination.continues(afterRows: fetched.rowCount, hasNext: fetched.hasNext)
-            guard await channel.send(.page(index: index, fetched, url: url, isLast: isLast)) else { return }
+            guard await channel.send(.page(index: index, fetched, requests: tally.requests, isLast: isLast)) else { return }
             pages += 1
             if emptyButMore {
                 // Claiming more after an empty page is a server fault; ending
@@ -267,10 +275,11 @@ struct SourceCrawler: Sendable {
         let tracksDrift: Bool = if case .http = scope.origin { true } else { false }
         while let message = await channel.next() {
             switch message {
-            case .page(let index, let fetched, _, let isLast):
-                // Time and requests are booked per source: concurrent pages overlap.
+            case .page(let index, let fetched, let requests, let isLast):
+                // Requests are booked with the page, so a resumed run counts each
+                // committed page once; time is booked per source (concurrent pages overlap).
                 var input = PageInput(runID: run.id, source: source.name, scope: scope.id, page: index, records: [],
-                                      requests: 0, seconds: 0)
+                                      requests: requests, seconds: 0)
                 input.completesScope = isLast
                 let identities: [RecordIdentity]
                 switch fetched {

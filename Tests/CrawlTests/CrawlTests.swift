@@ -27,6 +27,68 @@ import TestSupport
         for _ in 0..<100 { try await limiter.acquire(host: "127.0.0.1") }
         #expect(clock.now() == 0)
     }
+
+    /// A full bucket lets `burst` go at once; then the pace applies, and an
+    /// idle spell refills the bucket (but never beyond `burst`).
+    @Test func burstThenPaceThenRefill() async throws {
+        let clock = ManualClock()
+        let limiter = RateLimiter(clock: clock, burst: 3) { _ in 20 }
+        var times: [Double] = []
+        for _ in 0..<5 {
+            try await limiter.acquire(host: "itunes.apple.com")
+            times.append(clock.now())
+        }
+        #expect(times == [0, 0, 0, 3, 6])
+        clock.advance(by: 600)
+        times = []
+        for _ in 0..<5 {
+            try await limiter.acquire(host: "itunes.apple.com")
+            times.append(clock.now())
+        }
+        #expect(times == [606, 606, 606, 609, 612])
+    }
+
+    /// After the server pushes back the host resumes at the pace, not with a full burst.
+    @Test func penaltyPausesTheHostThenResumesWithoutABurst() async throws {
+        let clock = ManualClock()
+        let limiter = RateLimiter(clock: clock, burst: 5) { _ in 20 }
+        limiter.penalize(host: "itunes.apple.com", seconds: 30)
+        var times: [Double] = []
+        for _ in 0..<3 {
+            try await limiter.acquire(host: "ITUNES.apple.com")
+            times.append(clock.now())
+        }
+        #expect(times == [30, 33, 36])
+    }
+
+    @Test func penaltyPausesUnlimitedHostsToo() async throws {
+        let clock = ManualClock()
+        let limiter = RateLimiter(clock: clock) { _ in nil }
+        limiter.penalize(host: "127.0.0.1", seconds: 10)
+        try await limiter.acquire(host: "127.0.0.1")
+        #expect(clock.now() == 10)
+        try await limiter.acquire(host: "127.0.0.1")
+        #expect(clock.now() == 10)
+    }
+
+    /// A caller that booked its slot before the server asked for a pause
+    /// does not go out during the pause.
+    @Test func penaltyDelaysCallersAlreadyWaiting() async throws {
+        let clock = VirtualClock()
+        let limiter = RateLimiter(clock: clock) { _ in 20 }
+        let woke = Shared<Double?>(nil)
+        try await clock.run(tasks: 2) { task in
+            if task == 0 {
+                try await limiter.acquire(host: "itunes.apple.com")  // t = 0
+                try await limiter.acquire(host: "itunes.apple.com")  // booked for t = 3
+                woke.withLock { $0 = clock.now() }
+            } else {
+                try await clock.sleep(seconds: 1)
+                limiter.penalize(host: "itunes.apple.com", seconds: 29)  // until t = 30
+            }
+        }
+        #expect(woke.current == 30)
+    }
 }
 
 @Suite struct FetcherTests {

@@ -98,6 +98,9 @@ import Darwin
             let problems = try exports.problems(in: job.outputDirectory, expected: job.exportFiles)
             try #require(problems.isEmpty, "exports after \(log.lines.last ?? ""): \(problems)\n\(log)")
             if !wasKilled { return }
+            // Killed after the run recorded every export as written (printing its
+            // summary, exiting): the night is done, as cron would see it.
+            if let after = try StoreInspector.latestRun(job.storePath), after != before, after.exported { return }
         }
     }
 
@@ -446,6 +449,8 @@ private struct RunMark: Equatable {
     var id: Int64
     var status: String
     var attempts: Int
+    /// Every export written: the run is done, even if its process was killed before exiting.
+    var exported: Bool
 }
 
 private enum StoreInspector {
@@ -474,8 +479,8 @@ private enum StoreInspector {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         return try open(path).read { db in
             guard try db.tableExists("runs") else { return nil }
-            return try Row.fetchOne(db, sql: "SELECT id, status, attempts FROM runs ORDER BY id DESC LIMIT 1")
-                .map { RunMark(id: $0["id"], status: $0["status"], attempts: $0["attempts"]) }
+            return try Row.fetchOne(db, sql: "SELECT id, status, attempts, exported FROM runs ORDER BY id DESC LIMIT 1")
+                .map { RunMark(id: $0["id"], status: $0["status"], attempts: $0["attempts"], exported: $0["exported"]) }
         }
     }
 

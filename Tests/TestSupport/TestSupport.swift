@@ -82,3 +82,159 @@ public final class ScriptedTransport: HTTPTransport {
         HTTPResponse(url: url, status: status, headers: headers, body: Array(text.utf8))
     }
 }
+
+/// A discrete-event clock for tests with concurrent sleepers.
+///
+/// ``ManualClock`` moves time forward by each sleep as it happens, so two
+/// tasks that sleep at once add their waits up and time runs ahead of any
+/// schedule. Here the tasks started by ``run(tasks:_:)`` are its participants:
+/// a sleeping participant is parked until every participant is asleep or
+/// done; then the one with the earliest deadline wakes (ties in the order they
+/// fell asleep) and `now` becomes its deadline. Time never jumps past a
+/// deadline, and what each task observes is what real time would show.
+///
+/// Participants must block only on this clock (or finish): one awaiting
+/// something else while the rest sleep stops the clock. Sleeps from tasks that
+/// are not participants advance time at once, as ``ManualClock`` does.
+/// Parked sleepers do not react to cancellation; they wake in turn.
+public final class VirtualClock: CrawlClock {
+    private struct Sleeper {
+        var deadline: Double
+        var order: Int
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct State {
+        var now: Double
+        var running = 0
+        var sleepers: [Sleeper] = []
+        var order = 0
+        var sleeps: [Double] = []
+
+        /// When nobody runs, wakes the earliest sleeper (to be resumed outside the lock).
+        mutating func wakeNextIfIdle() -> CheckedContinuation<Void, Never>? {
+            guard running == 0, !sleepers.isEmpty else { return nil }
+            let index = sleepers.indices.min {
+                (sleepers[$0].deadline, sleepers[$0].order) < (sleepers[$1].deadline, sleepers[$1].order)
+            }!
+            let sleeper = sleepers.remove(at: index)
+            now = max(now, sleeper.deadline)
+            running += 1
+            return sleeper.continuation
+        }
+    }
+
+    @TaskLocal private static var isParticipant = false
+    private let state: Mutex<State>
+
+    public init(start: Double = 0) { state = Mutex(State(now: start)) }
+
+    public func now() -> Double { state.withLock { $0.now } }
+
+    /// Every sleep asked for, in the order asked.
+    public var sleeps: [Double] { state.withLock { $0.sleeps } }
+
+    public func sleep(seconds: Double) async throws {
+        try Task.checkCancellation()
+        guard Self.isParticipant else {
+            state.withLock {
+                $0.sleeps.append(seconds)
+                if seconds > 0 { $0.now += seconds }
+            }
+            return
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let next = state.withLock { state in
+                state.sleeps.append(seconds)
+                state.sleepers.append(Sleeper(deadline: state.now + max(0, seconds), order: state.order,
+                                              continuation: continuation))
+                state.order += 1
+                state.running -= 1
+                return state.wakeNextIfIdle()
+            }
+            next?.resume()
+        }
+    }
+
+    /// Runs `body(0)` … `body(count - 1)` concurrently as participants and
+    /// returns when all are done (rethrowing the first error).
+    public func run(tasks count: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        // Counted before any starts, so time cannot move while some are still being spawned.
+        state.withLock { $0.running += count }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    defer { self.participantFinished() }
+                    try await Self.$isParticipant.withValue(true) { try await body(index) }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    private func participantFinished() {
+        let next = state.withLock { state in
+            state.running -= 1
+            return state.wakeNextIfIdle()
+        }
+        next?.resume()
+    }
+}
+
+/// A transport that holds every request until the test opens the gate, so a
+/// test can line up concurrent callers behind a request still in flight.
+public final class GatedTransport: HTTPTransport {
+    public typealias Handler = @Sendable (HTTPRequest, Int) -> Result<HTTPResponse, TransportError>
+    private struct State {
+        var open = false
+        var requests: [HTTPRequest] = []
+        /// Parked requests with their sequence numbers.
+        var held: [(continuation: CheckedContinuation<Int, Never>, n: Int)] = []
+        var arrivalWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+    private let handler: Handler
+    private let state = Mutex(State())
+
+    /// `handler` gets the request and its zero-based sequence number once the gate is open.
+    public init(handler: @escaping Handler) { self.handler = handler }
+
+    public func get(_ request: HTTPRequest, timeoutSeconds: Double) async throws(TransportError) -> HTTPResponse {
+        let n = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let (n, open, arrived) = state.withLock { state in
+                state.requests.append(request)
+                let n = state.requests.count - 1
+                let ready = state.arrivalWaiters.filter { $0.count <= state.requests.count }
+                state.arrivalWaiters.removeAll { $0.count <= state.requests.count }
+                if !state.open { state.held.append((continuation, n)) }
+                return (n, state.open, ready.map(\.continuation))
+            }
+            for waiter in arrived { waiter.resume() }
+            if open { continuation.resume(returning: n) }
+        }
+        return try handler(request, n).get()
+    }
+
+    /// Lets every held and future request through.
+    public func open() {
+        let held = state.withLock { state in
+            state.open = true
+            defer { state.held = [] }
+            return state.held
+        }
+        for (continuation, n) in held { continuation.resume(returning: n) }
+    }
+
+    /// Returns once `count` requests have reached the transport.
+    public func waitForRequests(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state in
+                if state.requests.count >= count { return true }
+                state.arrivalWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    public var requests: [HTTPRequest] { state.withLock { $0.requests } }
+}
