@@ -72,6 +72,7 @@ enum RunReportExport {
                 "added": .int(Int64(c.added)), "changed": .int(Int64(c.changed)), "unchanged": .int(Int64(c.unchanged)),
                 "removed": .int(Int64(c.removed)), "skippedRows": .int(Int64(c.skipped)),
                 "recordRowsWritten": .int(Int64(c.recordRowsWritten)), "seconds": .double(c.seconds),
+                "unchangedPages": .int(Int64(c.unchangedPages)), "driftRows": .int(Int64(c.drift)),
                 "entities": .object(entities),
             ])
         }

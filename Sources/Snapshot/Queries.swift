@@ -56,6 +56,8 @@ extension SnapshotStore {
                     counts.skipped = row["skipped"]
                     counts.seconds = row["seconds"]
                     counts.recordRowsWritten = row["record_writes"]
+                    counts.drift = row["drift"]
+                    counts.unchangedPages = row["unchanged_pages"]
                     return counts
                 }
             }

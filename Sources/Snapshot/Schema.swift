@@ -157,6 +157,12 @@ enum Schema {
                 ALTER TABLE runs ADD COLUMN crawl_status TEXT;
                 """)
         }
+        migrator.registerMigration("v6: drift and unchanged pages per source") { db in
+            try db.execute(sql: """
+                ALTER TABLE run_sources ADD COLUMN drift INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE run_sources ADD COLUMN unchanged_pages INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }

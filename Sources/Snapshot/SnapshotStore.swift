@@ -68,6 +68,8 @@ public struct PageInput: Sendable {
     /// This is the scope's last page: its checkpoint says "complete" in the
     /// same transaction, so a kill right after it never fetches past the end.
     public var completesScope = false
+    /// Rows of this page already met on an earlier page of the same scope in this run.
+    public var driftRows = 0
 
     public init(runID: Int64, source: String, scope: String, page: Int, records: [Catalog.Record],
                 requests: Int = 1, skippedRows: Int = 0, seconds: Double = 0,
@@ -156,6 +158,10 @@ public struct SourceCounts: Sendable, Equatable {
     public var skipped = 0
     public var seconds = 0.0
     public var recordRowsWritten = 0
+    /// Rows met twice within one scope (the listing shifted while it was paged).
+    public var drift = 0
+    /// Pages answered 304 or with the body stored last time, not decoded.
+    public var unchangedPages = 0
 
     public init(source: String) { self.source = source }
 }
@@ -442,6 +448,11 @@ public final class SnapshotStore: Sendable {
                                    added: result.added, changed: result.changed, unchanged: result.unchanged,
                                    removed: 0, skipped: page.skippedRows, seconds: page.seconds,
                                    recordWrites: result.recordRowsWritten)
+                if page.driftRows > 0 || result.unread > 0 {
+                    try db.execute(sql: """
+                        UPDATE run_sources SET drift = drift + ?, unchanged_pages = unchanged_pages + ? WHERE run_id = ? AND source = ?
+                        """, arguments: [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
+                }
                 return result
             }
         } catch {

@@ -295,7 +295,8 @@ struct SourceCrawler: Sendable {
                     result.unchangedPages += 1
                 }
                 if tracksDrift {
-                    for identity in identities where !keysInScope.insert(identity).inserted { result.drift += 1 }
+                    for identity in identities where !keysInScope.insert(identity).inserted { input.driftRows += 1 }
+                    result.drift += input.driftRows
                 }
                 do {
                     let applied = try await store.apply(input)

@@ -196,6 +196,14 @@ import TestSupport
 
         let check = {
             let (report, injected, base) = try await run(directory, config: faulty, night: Self.night)
+            if fault == "drift" || fault == "duplicate" {
+                // Rows met twice within a scope are stored once and reported, in the summary and the store.
+                let drift = report.sources.reduce(0) { $0 + $1.drift }
+                #expect(drift > 0, "\(fault): no drift reported")
+                #expect(report.summaryText.contains("drift:"))
+                let stored = try SnapshotStore(path: job(directory, baseURL: base).storePath).sourceCounts(runID: report.runID)
+                #expect(stored.reduce(0) { $0 + $1.drift } == drift)
+            }
             let isContent = FaultPlan.documentation.first { $0.name == fault }?.description.hasPrefix("[content]") == true
             if isContent {
                 #expect(try contentFaultIsStored(fault, directory), "\(fault): no stored record carries it")
