@@ -74,10 +74,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `storesync bench`: storesync beside its peers, whole processes measured alike.
+        .target(
+            name: "Bench",
+            dependencies: ["Catalog", "Export", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .executableTarget(
             name: "storesync",
             dependencies: [
-                "SyncEngine", "StoreSim",
+                "SyncEngine", "StoreSim", "Bench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

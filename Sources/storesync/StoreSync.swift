@@ -25,7 +25,7 @@ struct StoreSync: AsyncParsableCommand {
             Exit codes: 0 ok · 1 failed · 2 partial (something was left out; nothing was removed on the strength of it) \
             · 3 another run holds the store's lock · 64 invalid job file or arguments.
             """,
-        subcommands: [Run.self, Status.self, Export.self, Validate.self, Simulate.self]
+        subcommands: [Run.self, Status.self, Export.self, Validate.self, Simulate.self, BenchCommand.self, BenchTask.self]
     )
 }
 

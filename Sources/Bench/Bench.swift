@@ -1,0 +1,314 @@
+import Catalog
+import Foundation
+import GRDB
+
+/// `storesync bench`: storesync beside the peers of `../shared/bench` on the
+/// same generated files, each tool a separate process measured whole
+/// (wall time, peak RSS), several repetitions, medians compared in one table.
+public struct Benchmark: Sendable {
+    public struct Options: Sendable {
+        /// Night-1 records (1M in full, 100k with `--quick`).
+        public var records: Int
+        public var repetitions: Int
+        /// Where the generated files, databases and outputs go (reused across invocations).
+        public var workDirectory: String
+        /// `../shared/bench`: the generator and the peers.
+        public var peersDirectory: String
+        /// This storesync executable.
+        public var executable: String
+        /// Only these tasks (empty = all).
+        public var tasks: Set<String>
+
+        public init(records: Int, repetitions: Int, workDirectory: String, peersDirectory: String, executable: String,
+                    tasks: Set<String> = []) {
+            self.records = records
+            self.repetitions = repetitions
+            self.workDirectory = workDirectory
+            self.peersDirectory = peersDirectory
+            self.executable = executable
+            self.tasks = tasks
+        }
+    }
+
+    /// One row of the result table.
+    public struct Row: Sendable {
+        public var task: String
+        public var tool: String
+        public var median: Double
+        public var records: Int
+        public var peakRSS: Int
+        public var runs: Int
+        public var note: String
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    let options: Options
+    let log: @Sendable (String) -> Void
+
+    public init(options: Options, log: @escaping @Sendable (String) -> Void) {
+        self.options = options
+        self.log = log
+    }
+
+    var work: String { options.workDirectory }
+    var n: Int { options.records }
+    var label: String { n % 1_000_000 == 0 ? "\(n / 1_000_000)M" : "\(n / 1000)k" }
+    var stderrLog: String { "\(work)/bench-stderr.log" }
+    func peer(_ name: String) -> String { "\(options.peersDirectory)/\(name)" }
+    func wants(_ task: String) -> Bool { options.tasks.isEmpty || options.tasks.contains(task) }
+
+    /// Runs every task and returns the table rows.
+    public func run() throws -> [Row] {
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        guard FileManager.default.fileExists(atPath: peer("gen_catalog.py")) else {
+            throw Failure(description: "\(peer("gen_catalog.py")) not found: the benchmark generates its data with it (pass --peers DIR)")
+        }
+        let files = try prepareData()
+        var rows: [Row] = []
+        let cLoad = compileCPeer()
+        if wants("load") || wants("apply") || wants("csv") { rows += try loadAndApply(files, cLoad: cLoad) }
+        if wants("csv") { rows += try csvExport(cLoad: cLoad) }
+        if wants("rss") { rows += try rss(files) }
+        return rows
+    }
+
+    struct DataFiles {
+        var night1: String
+        var night2: String
+        var truth: String
+        /// Night 2 with a tenth of the churn (0.1% changed, 0.05% removed, 0.05% added).
+        var lowChurn: String
+        var lowChurnTruth: String
+    }
+
+    /// Generates the JSON Lines nights once; later invocations reuse them.
+    func prepareData() throws -> DataFiles {
+        let files = DataFiles(night1: "\(work)/night1-\(label).jsonl", night2: "\(work)/night2-\(label).jsonl",
+                              truth: "\(work)/truth-\(label).json", lowChurn: "\(work)/night2-low-\(label).jsonl",
+                              lowChurnTruth: "\(work)/truth-low-\(label).json")
+        let generator = peer("gen_catalog.py")
+        let jobs: [(String, [String])] = [
+            (files.night1, ["-n", "\(n)", "--night", "1", "-o", files.night1]),
+            (files.night2, ["-n", "\(n)", "--night", "2", "--truth", files.truth, "-o", files.night2]),
+            (files.lowChurn, ["-n", "\(n)", "--night", "2", "--changed-pct", "0.1", "--removed-pct", "0.05",
+                              "--added-pct", "0.05", "--truth", files.lowChurnTruth, "-o", files.lowChurn]),
+        ]
+        for (file, arguments) in jobs where !FileManager.default.fileExists(atPath: file) {
+            log("generating \((file as NSString).lastPathComponent) with gen_catalog.py …")
+            let m = try ProcessMeasure.run(["python3", generator] + arguments, stderrPath: stderrLog)
+            guard m.exitCode == 0 else { throw Failure(description: "gen_catalog.py failed (see \(stderrLog))") }
+        }
+        return files
+    }
+
+    /// The C peer, compiled with gcc against libsqlite3 if both are there.
+    func compileCPeer() -> String? {
+        let binary = "\(work)/c_load"
+        if FileManager.default.isExecutableFile(atPath: binary) { return binary }
+        guard ProcessMeasure.which("gcc") != nil, FileManager.default.fileExists(atPath: peer("c_load.c")) else { return nil }
+        let m = try? ProcessMeasure.run(["gcc", "-O2", "-o", binary, peer("c_load.c"), "-lsqlite3"], stderrPath: stderrLog)
+        return m?.exitCode == 0 ? binary : nil
+    }
+
+    /// Measures `command` `repetitions` times, running `prepare` before each.
+    func measure(task: String, tool: String, records: Int, repetitions: Int? = nil, note: String = "",
+                 prepare: () throws -> Void = {}, stdout: String = "/dev/null", check: (() throws -> String?)? = nil,
+                 _ command: [String]) throws -> Row? {
+        var times: [Double] = []
+        var peak = 0
+        var checkNote = note
+        for _ in 0..<(repetitions ?? options.repetitions) {
+            try prepare()
+            let m = try ProcessMeasure.run(command, stdoutPath: stdout, stderrPath: stderrLog)
+            guard m.exitCode == 0 || (tool == "storesync" && m.exitCode == 2) else {
+                log("  \(task) · \(tool): exit code \(m.exitCode), skipped (see \(stderrLog))")
+                return nil
+            }
+            times.append(m.seconds)
+            peak = max(peak, m.peakRSS)
+            if let check, let problem = try check() { checkNote = problem }
+        }
+        times.sort()
+        let median = times[times.count / 2]
+        log(String(format: "  %@ · %@: median %.2f s over %d run(s), peak %.0f MB", task, tool, median, times.count,
+                   Double(peak) / 1_048_576))
+        return Row(task: task, tool: tool, median: median, records: records, peakRSS: peak, runs: times.count, note: checkNote)
+    }
+
+    func remove(_ path: String) {
+        for suffix in ["", "-wal", "-shm", ".lock"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    func copyDatabase(_ from: String, _ to: String) throws {
+        remove(to)
+        try FileManager.default.copyItem(atPath: from, toPath: to)
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: from + suffix) {
+            try FileManager.default.copyItem(atPath: from + suffix, toPath: to + suffix)
+        }
+    }
+
+    /// A records-file job over `file` into `store`; removals on the first
+    /// miss so night 2 writes exactly changed + removed + added.
+    func job(name: String, file: String, store: String, exports: String = "") throws -> String {
+        let path = "\(work)/\(name).yml"
+        try """
+            name: bench-\(name)
+            store: \(store)
+            output: \(work)/out-\(name)
+            sources:
+              - name: catalog
+                kind: records-file
+                path: \(file)
+                keyField: id
+                pageSize: 10000
+                removal: { afterMisses: 1, maxRatio: 0.02 }
+            \(exports)
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// storesync's night-2 rows written and change keys, against the generator's truth.
+    func verify(store: String, truth: String) throws -> String? {
+        let truthJSON = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: truth))))
+        func ids(_ name: String) -> Set<String> {
+            Set((truthJSON[name]?.arrayValue ?? []).compactMap { $0.intValue.map(String.init) })
+        }
+        let expected = ids("changed").count + ids("removed").count + ids("added").count
+        let queue = try DatabaseQueue(path: store)
+        defer { try? queue.close() }
+        return try queue.read { db -> String? in
+            let run = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM runs") ?? 0
+            let written = try Int.fetchOne(db, sql: "SELECT SUM(record_writes) FROM run_sources WHERE run_id = ?", arguments: [run]) ?? 0
+            var found: [String: Set<String>] = ["added": [], "changed": [], "removed": []]
+            for row in try GRDB.Row.fetchAll(db, sql: "SELECT DISTINCT op, key FROM changes WHERE run_id = ?", arguments: [run]) {
+                found[row["op"], default: []].insert(row["key"])
+            }
+            guard written == expected, found["added"] == ids("added"), found["changed"] == ids("changed"),
+                  found["removed"] == ids("removed") else {
+                return "WRONG: wrote \(written) rows, expected \(expected); changes differ from the truth"
+            }
+            return "exact: \(written) rows written = truth"
+        }
+    }
+
+    func loadAndApply(_ files: DataFiles, cLoad: String?) throws -> [Row] {
+        var rows: [Row] = []
+        let store = "\(work)/storesync.sqlite", loaded = "\(work)/storesync-night1.sqlite"
+        let loadJob = try job(name: "load", file: files.night1, store: store)
+        log("night-1 load of \(label) records into an empty database")
+        if let row = try measure(task: "night-1 load", tool: "storesync", records: n, prepare: { remove(store) },
+                                 [options.executable, "run", loadJob, "-q", "--no-progress"]) { rows.append(row) }
+        try copyDatabase(store, loaded)
+        let cDB = "\(work)/c.sqlite", cLoaded = "\(work)/c-night1.sqlite"
+        if let cLoad, let row = try measure(task: "night-1 load", tool: "C hash-diff (libsqlite3)", records: n,
+                                            prepare: { remove(cDB) }, [cLoad, "load", files.night1, cDB]) {
+            rows.append(row)
+            try copyDatabase(cDB, cLoaded)
+        }
+        let pyDB = "\(work)/py.sqlite", pyLoaded = "\(work)/py-night1.sqlite"
+        if let row = try measure(task: "night-1 load", tool: "Python sqlite3", records: n, prepare: { remove(pyDB) },
+                                 ["python3", peer("py_sqlite.py"), "load", pyDB, files.night1]) {
+            rows.append(row)
+            try copyDatabase(pyDB, pyLoaded)
+        }
+        let suDB = "\(work)/su.sqlite", suLoaded = "\(work)/su-night1.sqlite"
+        let sqliteUtils = ProcessMeasure.which("sqlite-utils")
+        if let sqliteUtils, let row = try measure(task: "night-1 load", tool: "sqlite-utils", records: n, repetitions: 1,
+                                                  note: "1 run (slow)", prepare: { remove(suDB) },
+                                                  [sqliteUtils, "insert", suDB, "records", files.night1, "--nl", "--pk", "id"]) {
+            rows.append(row)
+            try copyDatabase(suDB, suLoaded)
+        }
+        guard wants("apply") || wants("csv") else { return rows }
+
+        let changed = n / 50
+        log("night-2 apply (1% changed, 0.5% removed, 0.5% added: \(changed) rows to write)")
+        let applyJob = try job(name: "apply", file: files.night2, store: store)
+        if let row = try measure(task: "night-2 apply", tool: "storesync", records: n, prepare: { try copyDatabase(loaded, store) },
+                                 check: { try verify(store: store, truth: files.truth) },
+                                 [options.executable, "run", applyJob, "-q", "--no-progress"]) { rows.append(row) }
+        let night2Store = "\(work)/storesync-night2.sqlite"
+        try copyDatabase(store, night2Store)
+        if let cLoad, FileManager.default.fileExists(atPath: cLoaded), let row = try measure(
+            task: "night-2 apply", tool: "C hash-diff (libsqlite3)", records: n,
+            prepare: { try copyDatabase(cLoaded, cDB) }, [cLoad, "hashdiff", files.night2, cDB]) { rows.append(row) }
+        if FileManager.default.fileExists(atPath: pyLoaded), let row = try measure(
+            task: "night-2 apply", tool: "Python hash-diff", records: n, prepare: { try copyDatabase(pyLoaded, pyDB) },
+            ["python3", peer("py_sqlite.py"), "hashdiff", pyDB, files.night2]) { rows.append(row) }
+        if let sqliteUtils, FileManager.default.fileExists(atPath: suLoaded), let row = try measure(
+            task: "night-2 apply", tool: "sqlite-utils upsert", records: n, repetitions: 1, note: "1 run (slow); never deletes",
+            prepare: { try copyDatabase(suLoaded, suDB) },
+            [sqliteUtils, "upsert", suDB, "records", files.night2, "--nl", "--pk", "id"]) { rows.append(row) }
+
+        log("night-2 apply with a tenth of the churn (0.1% changed)")
+        let lowJob = try job(name: "apply-low", file: files.lowChurn, store: store)
+        if let row = try measure(task: "night-2 apply, 0.1% churn", tool: "storesync", records: n,
+                                 prepare: { try copyDatabase(loaded, store) },
+                                 check: { try verify(store: store, truth: files.lowChurnTruth) },
+                                 [options.executable, "run", lowJob, "-q", "--no-progress"]) { rows.append(row) }
+        try copyDatabase(night2Store, store)
+        return rows
+    }
+
+    func csvExport(cLoad: String?) throws -> [Row] {
+        var rows: [Row] = []
+        log("CSV export of \(label) rows")
+        let store = "\(work)/storesync-night2.sqlite"
+        guard FileManager.default.fileExists(atPath: store) else { return rows }
+        let exportJob = try job(name: "csv", file: "\(work)/night2-\(label).jsonl", store: store,
+                                exports: "exports:\n  - { kind: csv, directory: csv, neutralizeFormulas: true }")
+        if let row = try measure(task: "CSV export", tool: "storesync", records: n,
+                                 [options.executable, "export", exportJob, "-q"]) { rows.append(row) }
+        let cDB = "\(work)/c.sqlite"
+        if ProcessMeasure.which("sqlite3") != nil, FileManager.default.fileExists(atPath: cDB), let row = try measure(
+            task: "CSV export", tool: "sqlite3 -csv", records: n, stdout: "\(work)/sqlite3.csv",
+            ["sqlite3", "-csv", cDB, "SELECT * FROM records"]) { rows.append(row) }
+        if FileManager.default.fileExists(atPath: cDB), let row = try measure(
+            task: "CSV export", tool: "Python csv", records: n,
+            ["python3", peer("export_csv.py"), "pycsv", cDB, "\(work)/py.csv"]) { rows.append(row) }
+        return rows
+    }
+
+    func rss(_ files: DataFiles) throws -> [Row] {
+        var rows: [Row] = []
+        let items = min(100_000, n)
+        log("RSS 2.0 podcast feed of \(items) items")
+        if let row = try measure(task: "RSS feed", tool: "storesync", records: items,
+                                 [options.executable, "bench-task", "rss", "\(items)", files.night1, "\(work)/storesync.xml"]) {
+            rows.append(row)
+        }
+        for builder in ["lxml", "feedgen", "str"] {
+            if let row = try measure(task: "RSS feed", tool: "Python \(builder)", records: items,
+                                     ["python3", peer("rss_gen.py"), builder, "\(items)", files.night1, "\(work)/\(builder).xml"]) {
+                rows.append(row)
+            }
+        }
+        return rows
+    }
+
+    /// The result table: each tool's median next to storesync's for the same task.
+    public static func table(_ rows: [Row]) -> String {
+        var lines = [["task", "tool", "median s", "records/s", "peak RSS MB", "vs storesync", "runs", "note"]]
+        for row in rows {
+            let own = rows.first { $0.task == row.task && $0.tool == "storesync" }?.median
+            lines.append([
+                row.task, row.tool, String(format: "%.2f", row.median),
+                String(format: "%.0f", Double(row.records) / max(row.median, 1e-9)),
+                String(format: "%.0f", Double(row.peakRSS) / 1_048_576),
+                own.map { row.tool == "storesync" ? "1.00" : String(format: "%.2f×", row.median / $0) } ?? "-",
+                "\(row.runs)", row.note,
+            ])
+        }
+        var widths = Array(repeating: 0, count: lines[0].count)
+        for line in lines { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        return lines.map { line in
+            line.enumerated().map { i, cell in
+                let pad = String(repeating: " ", count: widths[i] - cell.count)
+                return i < 2 || i == line.count - 1 ? cell + pad : pad + cell
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}

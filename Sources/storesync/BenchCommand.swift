@@ -1,0 +1,70 @@
+import ArgumentParser
+import Bench
+import Foundation
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure storesync beside its peers (../shared/bench) on the same generated data.",
+        discussion: """
+            Generates 1M iTunes-like records (100k with --quick) with gen_catalog.py, then times, as whole \
+            processes, storesync and every peer it finds: night-1 load, night-2 apply (checked against the \
+            generator's truth), CSV export, and an RSS feed of 100k items. Prints medians, records/s, peak RSS \
+            and each tool's time relative to storesync. Build with -c release for meaningful figures.
+            """
+    )
+
+    @Flag(help: "100k records instead of 1M: the everyday check.")
+    var quick = false
+
+    @Option(help: "Night-1 records (overrides --quick).")
+    var records: Int?
+
+    @Option(help: "Repetitions per tool (slow peers run once).")
+    var repetitions = 3
+
+    @Option(help: "Folder for generated data, databases and outputs (kept between runs).")
+    var work = "bench-data"
+
+    @Option(help: "The peers' folder, holding gen_catalog.py.")
+    var peers = "../shared/bench"
+
+    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss.")
+    var task: [String] = []
+
+    func run() async throws {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+        let options = Benchmark.Options(
+            records: records ?? (quick ? 100_000 : 1_000_000), repetitions: max(1, repetitions),
+            workDirectory: URL(fileURLWithPath: work).standardizedFileURL.path,
+            peersDirectory: URL(fileURLWithPath: peers).standardizedFileURL.path, executable: executable,
+            tasks: Set(task))
+        let bench = Benchmark(options: options) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        do {
+            let rows = try bench.run()
+            print(Benchmark.table(rows))
+        } catch {
+            printError("\(error)")
+            throw ExitCode(ExitStatus.failed.rawValue)
+        }
+    }
+}
+
+/// Work the benchmark times as a process of its own.
+struct BenchTask: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-task", abstract: "One task of `storesync bench` (internal).", shouldDisplay: false)
+
+    @Argument(help: "rss")
+    var task: String
+
+    @Argument var arguments: [String] = []
+
+    func run() async throws {
+        guard task == "rss", arguments.count == 3, let n = Int(arguments[0]) else {
+            throw ValidationError("usage: storesync bench-task rss N IN.jsonl OUT.xml")
+        }
+        try RSSTask.run(records: n, input: arguments[1], output: arguments[2])
+    }
+}
