@@ -36,6 +36,26 @@ public enum JSONParser {
         try parse(Array(text.utf8))
     }
 
+    /// Parses bytes in place (no copy): for a row sliced out of a larger page.
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+        var parser = Parser(buffer: buffer)
+        return try parser.parseDocument()
+    }
+
+    /// The value of the top-level member `name` of the object in `buffer`,
+    /// found by skipping over the other members without building them: the
+    /// key of a JSON Lines row at a fraction of the cost of parsing the row.
+    ///
+    /// Nil when the member is absent, or when anything in the way is out of
+    /// the ordinary (an escaped key, malformed bytes): the caller then parses
+    /// the row in full, which reports errors properly. The bytes skipped are
+    /// not validated, so use the result only as a hint that the full parse
+    /// (or a byte-exact match with a row parsed before) confirms.
+    public static func member(_ name: String, ofObjectIn buffer: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        var parser = Parser(buffer: buffer)
+        return parser.findMember(Array(name.utf8))
+    }
+
     private struct Parser {
         let buffer: UnsafeBufferPointer<UInt8>
         var index = 0
@@ -241,6 +261,79 @@ public enum JSONParser {
                 index += 1
             }
             return value
+        }
+
+        mutating func findMember(_ name: [UInt8]) -> JSONValue? {
+            if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { index = 3 }
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return nil }
+            index += 1
+            while true {
+                skipWhitespace()
+                guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { return nil }
+                let keyStart = index + 1
+                guard let keyEnd = skipString(), !buffer[keyStart..<keyEnd].contains(UInt8(ascii: "\\")) else { return nil }
+                skipWhitespace()
+                guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { return nil }
+                index += 1
+                skipWhitespace()
+                if buffer[keyStart..<keyEnd].elementsEqual(name) { return try? parseValue() }
+                guard skipValue() else { return nil }
+                skipWhitespace()
+                guard index < buffer.count, buffer[index] == UInt8(ascii: ",") else { return nil }
+                index += 1
+            }
+        }
+
+        /// Moves past the string starting at `index`; returns where its closing quote stands.
+        mutating func skipString() -> Int? {
+            index += 1
+            while index < buffer.count {
+                switch buffer[index] {
+                case UInt8(ascii: "\""):
+                    index += 1
+                    return index - 1
+                case UInt8(ascii: "\\"): index += 2
+                default: index += 1
+                }
+            }
+            return nil
+        }
+
+        /// Moves past one value of any kind without building it.
+        mutating func skipValue() -> Bool {
+            guard index < buffer.count else { return false }
+            switch buffer[index] {
+            case UInt8(ascii: "\""):
+                return skipString() != nil
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                var depth = 0
+                repeat {
+                    guard index < buffer.count else { return false }
+                    switch buffer[index] {
+                    case UInt8(ascii: "\""):
+                        guard skipString() != nil else { return false }
+                    case UInt8(ascii: "{"), UInt8(ascii: "["):
+                        depth += 1
+                        index += 1
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                        depth -= 1
+                        index += 1
+                    default:
+                        index += 1
+                    }
+                } while depth > 0
+                return true
+            default:
+                // A number or a literal: up to the next delimiter.
+                while index < buffer.count {
+                    switch buffer[index] {
+                    case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D: return true
+                    default: index += 1
+                    }
+                }
+                return true
+            }
         }
 
         mutating func parseNumber() throws(JSONSyntaxError) -> JSONValue {

@@ -31,6 +31,10 @@ public struct CrawlScope: Sendable {
     /// down, a product deleted between list and detail): the scope ends
     /// "gone", without an error and without removing what it stored before.
     public var toleratesGone: Bool
+    /// A decoder that passes over rows the store already holds byte for byte
+    /// (see ``RowMemory``), where the format delimits rows cheaply; `decode`
+    /// remains the full decoder, used when there is nothing to remember.
+    public var decodeRemembering: (@Sendable (HTTPResponse, any RowMemory) throws(StoreSyncError) -> DecodedPage<Record>)?
 
     public init(
         id: String, pagination: Pagination, pageURL: @escaping @Sendable (Int) -> URL,
@@ -118,6 +122,14 @@ public enum Connectors {
 
     /// Scopes a source crawls after its own scopes, for the records they added
     /// or changed in this run (marketplace product details). Never sweeping.
+    /// Whether the source follows up on what its own scopes added or changed
+    /// (so the runner reads those records back only where it matters: on a
+    /// million-row night that read would cost more than the diff).
+    public static func hasFollowUps(_ source: SourceSpec) -> Bool {
+        if case .marketplace(let settings) = source.settings { return settings.detail }
+        return false
+    }
+
     public static func followUpScopes(for source: SourceSpec, baseURL: URL?, newOrChanged: [Record]) -> [CrawlScope] {
         let base = baseURL ?? source.defaultBaseURL ?? URL(string: "http://localhost")!
         switch source.settings {

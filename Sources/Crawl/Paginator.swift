@@ -46,6 +46,10 @@ public struct DecodedPage<Item: Sendable>: Sendable {
     public var hasNext: Bool?
     /// Rows skipped with the reason, to be logged.
     public var skipped: [String]
+    /// Rows recognised from their raw bytes as the stored record (see
+    /// ``RowMemory``), not decoded; each with the hash of its bytes, so the
+    /// applier can check the store still holds exactly that.
+    public var unread: [(identity: RecordIdentity, rawHash: ContentHash)] = []
 
     public init(items: [Item], rowCount: Int, hasNext: Bool? = nil, skipped: [String] = []) {
         self.items = items

@@ -131,7 +131,7 @@ enum FeedExport {
                     JOIN runs ON runs.id = c.run_id
                     WHERE c.entity = 'listing' AND c.op = 'changed' AND c.field = 'price'
                       AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.source = c.source AND c2.entity = c.entity
-                                  AND c2.key = c.key AND c2.field = 'price')
+                                  AND c2.key = c.key AND c2.op = 'changed' AND c2.field = 'price')
                       AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
                     ORDER BY c.run_id DESC, r.key
                     """) {

@@ -163,6 +163,43 @@ enum Schema {
                 ALTER TABLE run_sources ADD COLUMN unchanged_pages INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        migrator.registerMigration("v7: records in insertion order, raw-byte hashes") { db in
+            // A WITHOUT ROWID table keyed by (source, entity, key) keeps ~800-byte
+            // rows in key order, so a night that adds rows with scattered keys
+            // rewrites pages all over the file (measured: 3× slower cold load at
+            // 1M rows). Rows now append in rowid order; the key lives in a small
+            // unique index that stays in the page cache (each page of a night is
+            // its own transaction, so every index with scattered keys rewrites
+            // most of its pages at every commit: keep to one). `raw_hash` is the hash
+            // of the bytes the source sent for the record, when its connector
+            // computes one: the same bytes next night are known unchanged unread.
+            try db.execute(sql: """
+                CREATE TABLE records_v7 (
+                    source TEXT NOT NULL,
+                    entity TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    hash INTEGER NOT NULL,
+                    payload TEXT NOT NULL,
+                    added_run INTEGER NOT NULL,
+                    changed_run INTEGER NOT NULL,
+                    raw_hash INTEGER
+                );
+                INSERT INTO records_v7 (source, entity, key, scope, hash, payload, added_run, changed_run)
+                    SELECT source, entity, key, scope, hash, payload, added_run, changed_run FROM records ORDER BY source, entity, key;
+                DROP TABLE records;
+                ALTER TABLE records_v7 RENAME TO records;
+                CREATE UNIQUE INDEX records_by_key ON records(source, entity, key);
+                -- Both end in the rowid, so rows added in one night append to them
+                -- instead of landing all over a key-ordered index.
+                CREATE INDEX records_by_scope ON records(source, scope);
+                CREATE INDEX records_by_entity ON records(entity);
+                -- Only changes are looked up per record (the latest price change);
+                -- a cold load's million 'added' rows stay out of this index.
+                DROP INDEX changes_by_record;
+                CREATE INDEX changes_by_record ON changes(source, entity, key) WHERE op = 'changed';
+                """)
+        }
         return migrator
     }
 }

@@ -30,27 +30,39 @@ extension SnapshotStore {
     /// run, in one transaction, so a run killed mid-pass never counts a miss twice.
     public func sweepScope(runID: Int64, source: String, scope: String, removal policy: RemovalPolicy) throws(StoreSyncError) -> RemovalResult {
         let seenKeys = seenSnapshot(source: source)
+        var removed: [RecordIdentity] = []
+        defer {
+            // Only a committed pass leaves `removed` filled.
+            digests(of: source)?.update(removed.map { ($0, nil) })
+        }
         do {
             return try pool.write { db in
+                removed = []
                 let checkpoint = try Row.fetchOne(db, sql: "SELECT state, run_id, swept_run FROM scopes WHERE source = ? AND scope = ?",
                                                   arguments: [source, scope])
                 guard let checkpoint, checkpoint["state"] == "complete", checkpoint["run_id"] == runID,
                       (checkpoint["swept_run"] as Int64?) != runID else {
                     return RemovalResult()
                 }
-                let result = try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy)
+                var gone: [RecordIdentity] = []
+                let result = try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy,
+                                                  removed: &gone)
                 try db.execute(sql: "UPDATE scopes SET swept_run = ? WHERE source = ? AND scope = ?", arguments: [runID, source, scope])
+                removed = gone
                 return result
             }
         } catch let error as StoreSyncError {
+            removed = []
             throw error
         } catch {
+            removed = []
             throw .storage(path: path, reason: "removal pass of \(source)/\(scope): \(error)")
         }
     }
 
     static func removalPass(
-        _ db: Database, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy
+        _ db: Database, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy,
+        removed: inout [RecordIdentity]
     ) throws -> RemovalResult {
         var result = RemovalResult()
         var members = 0
@@ -92,6 +104,7 @@ extension SnapshotStore {
                 try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
                                arguments: [source, identity.entity.rawValue, identity.key])
                 result.removed += 1
+                removed.append(identity)
             } else {
                 try db.execute(sql: """
                     INSERT INTO misses (source, entity, key, count) VALUES (?, ?, ?, ?)

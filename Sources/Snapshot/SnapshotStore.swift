@@ -33,18 +33,22 @@ public struct PageMemo: Sendable, Equatable {
     public var bodyHash: ContentHash
     public var rowCount: Int
     public var hasNext: Bool?
-    /// The records the page held (filled by the store when it saves a memo).
-    public var keys: [RecordIdentity]
+    /// The records the page held, as the store keeps them (one
+    /// `entity<TAB>key` line each); read through ``keys`` only when the page
+    /// turns out unchanged, since a changed page never needs them.
+    var keyList: String
 
-    public init(url: String, etag: String?, lastModified: String?, bodyHash: ContentHash, rowCount: Int, hasNext: Bool?,
-                keys: [RecordIdentity] = []) {
+    /// The records the page held (filled by the store when it saves a memo).
+    public var keys: [RecordIdentity] { SnapshotStore.identities(keyList) }
+
+    public init(url: String, etag: String?, lastModified: String?, bodyHash: ContentHash, rowCount: Int, hasNext: Bool?) {
         self.url = url
         self.etag = etag
         self.lastModified = lastModified
         self.bodyHash = bodyHash
         self.rowCount = rowCount
         self.hasNext = hasNext
-        self.keys = keys
+        self.keyList = ""
     }
 }
 
@@ -65,6 +69,10 @@ public struct PageInput: Sendable {
     public var unchangedKeys: [RecordIdentity]
     /// Saved with the page when the page was decoded from a fresh body.
     public var memo: PageMemo?
+    /// Rows of a decoded page recognised from their raw bytes as the stored
+    /// record (``RowMemory``): unchanged, not decoded. Unlike `unchangedKeys`
+    /// they do not make the page an unchanged page.
+    public var rawUnchanged: [RecordIdentity] = []
     /// This is the scope's last page: its checkpoint says "complete" in the
     /// same transaction, so a kill right after it never fetches past the end.
     public var completesScope = false
@@ -174,6 +182,9 @@ public final class SnapshotStore: Sendable {
     /// Keys seen in the current run, per source: dedup within a run and the
     /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
     private let seen = Mutex<[String: Set<RecordIdentity>]>([:])
+    /// Each source's stored digests, read on first use and kept in step with
+    /// every write this store makes (it is the only writer: the run lock).
+    private let digestIndexes = Mutex<[String: DigestIndex]>([:])
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     public init(path: String) throws(StoreSyncError) {
@@ -187,6 +198,9 @@ public final class SnapshotStore: Sendable {
                 // NORMAL is durable across process crashes in WAL mode; only a
                 // power loss can drop the last transactions, never corrupt.
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                // 64 MiB instead of 2: the key indexes of a million records
+                // stay cached, so a night adding scattered keys does not thrash.
+                try db.execute(sql: "PRAGMA cache_size = -65536")
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Schema.migrator.migrate(pool)
@@ -265,9 +279,11 @@ public final class SnapshotStore: Sendable {
                     SELECT url, etag, last_modified, body_hash, row_count, has_next, keys FROM page_memos
                     WHERE source = ? AND scope = ? AND page = ?
                     """, arguments: [source, scope, page]) else { return nil }
-                return PageMemo(url: row["url"], etag: row["etag"], lastModified: row["last_modified"],
-                                bodyHash: ContentHash(sqliteValue: row["body_hash"]), rowCount: row["row_count"],
-                                hasNext: row["has_next"], keys: Self.identities(row["keys"]))
+                var memo = PageMemo(url: row["url"], etag: row["etag"], lastModified: row["last_modified"],
+                                    bodyHash: ContentHash(sqliteValue: row["body_hash"]), rowCount: row["row_count"],
+                                    hasNext: row["has_next"])
+                memo.keyList = row["keys"]
+                return memo
             }
         }
     }
@@ -363,60 +379,99 @@ public final class SnapshotStore: Sendable {
 
     // MARK: Pages
 
+    /// The digest index of `source`, read within `db` the first time.
+    func digestIndex(_ db: Database, source: String) throws -> DigestIndex {
+        if let index = digestIndexes.withLock({ $0[source] }) { return index }
+        let index = try DigestIndex.load(db, source: source)
+        digestIndexes.withLock { $0[source] = index }
+        return index
+    }
+
+    /// The digest index of `source` if it was read already.
+    func digests(of source: String) -> DigestIndex? {
+        digestIndexes.withLock { $0[source] }
+    }
+
+    /// What the store holds of `source`'s rows, for a decoder to recognise
+    /// unchanged rows by their bytes. Safe to use while pages are applied.
+    public func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
+        let index = try wrap { try pool.read { db in try digestIndex(db, source: source) } }
+        return StoredRowMemory(index: index)
+    }
+
+    /// Whether every row recognised by a decoder is still stored from those
+    /// very bytes. False only when a page applied since the decoder looked
+    /// wrote one of them (the same key twice in one run); the page must then
+    /// be decoded in full.
+    public func stillHolds(source: String, rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> Bool {
+        guard let index = digests(of: source) else { return rows.isEmpty }
+        return index.stillHolds(rows)
+    }
+
     /// Diffs a page against the stored hashes and, in one transaction, writes
     /// only added and changed records, their field-level changes, the page's
     /// key list and the scope's checkpoint. Unchanged records cost no write.
     public func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult {
         // Dedup against what this run already saw; content that differs from a
         // sighting earlier in the run (drift) still goes through as a change.
-        let alreadySeen = seen.withLock { sets -> Set<RecordIdentity> in
-            var found = Set<RecordIdentity>()
-            for record in page.records where sets[page.source]?.contains(record.identity) == true {
-                found.insert(record.identity)
-            }
-            for identity in page.unchangedKeys where sets[page.source]?.contains(identity) == true {
-                found.insert(identity)
-            }
-            return found
+        // The page's keys are marked seen here, one probe each: a key met
+        // before, on an earlier page or earlier on this one, is a repeat. Should
+        // the page then fail, its keys stay marked, which can only keep a record
+        // from removal (they were sighted), never remove one.
+        let (repeatedRecord, repeatedUnchanged, repeatedRaw) = seen.withLock { sets in
+            // Sized for every stored record up front: growing a million-key set costs more than filling it.
+            var seenSet = sets.removeValue(forKey: page.source)
+                ?? Set(minimumCapacity: max(page.records.count, digests(of: page.source)?.initialCount ?? 0))
+            defer { sets[page.source] = seenSet }
+            return (page.records.map { !seenSet.insert($0.identity).inserted },
+                    page.unchangedKeys.map { !seenSet.insert($0).inserted },
+                    page.rawUnchanged.map { !seenSet.insert($0).inserted })
         }
         let records = page.records
         let result: PageResult
+        let written: [RecordIdentity: StoredDigest]
         do {
-            result = try await pool.write { db in
+            (result, written) = try await pool.write { db in
                 var result = PageResult()
-                let select = try db.cachedStatement(sql: "SELECT hash, payload FROM records WHERE source = ? AND entity = ? AND key = ?")
+                let index = try digestIndex(db, source: page.source)
+                let selectPayload = try db.cachedStatement(sql: "SELECT payload FROM records WHERE source = ? AND entity = ? AND key = ?")
                 let insert = try db.cachedStatement(sql: """
-                    INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
                 let update = try db.cachedStatement(sql: """
-                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?
+                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ?
                     WHERE source = ? AND entity = ? AND key = ?
                     """)
                 let logChange = try db.cachedStatement(sql: """
                     INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """)
                 var keyList = ""
-                for record in records {
+                // Within the page, a later row with the key of an earlier one compares against what that row wrote.
+                var written: [RecordIdentity: StoredDigest] = [:]
+                let stored = index.lookup(records.lazy.map(\.identity))
+                for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
                     keyList += record.entity.rawValue + "\t" + record.key + "\n"
                     let entity = record.entity.rawValue
-                    let stored = try Row.fetchOne(select, arguments: [page.source, entity, record.key])
-                    guard let stored else {
-                        try insert.execute(arguments: [page.source, entity, record.key, page.scope, record.hash.sqliteValue,
-                                                       record.payload, page.runID, page.runID])
+                    let digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue)
+                    guard let current = written[record.identity] ?? storedDigest else {
+                        try insert.execute(arguments: [page.source, entity, record.key, page.scope, digest.hash,
+                                                       record.payload, page.runID, page.runID, digest.rawHash])
                         result.recordRowsWritten += db.changesCount
                         try logChange.execute(arguments: [page.runID, page.source, entity, record.key, "added", nil, nil, nil])
+                        written[record.identity] = digest
                         result.added += 1
                         continue
                     }
-                    if (stored["hash"] as Int64) == record.hash.sqliteValue {
-                        if alreadySeen.contains(record.identity) { result.duplicates += 1 } else { result.unchanged += 1 }
+                    if current.hash == digest.hash {
+                        if repeatedRecord[position] { result.duplicates += 1 } else { result.unchanged += 1 }
                         continue
                     }
-                    let oldPayload: String = stored["payload"]
-                    try update.execute(arguments: [record.hash.sqliteValue, record.payload, page.scope, page.runID,
+                    let oldPayload = try String.fetchOne(selectPayload, arguments: [page.source, entity, record.key]) ?? "{}"
+                    try update.execute(arguments: [digest.hash, record.payload, page.scope, page.runID, digest.rawHash,
                                                    page.source, entity, record.key])
                     result.recordRowsWritten += db.changesCount
+                    written[record.identity] = digest
                     let old = (try? JSONParser.parse(Array(oldPayload.utf8)).objectValue) ?? [:]
                     let new = (try? record.fields()) ?? [:]
                     for change in FieldChange.between(old, new) {
@@ -425,9 +480,13 @@ public final class SnapshotStore: Sendable {
                     }
                     result.changed += 1
                 }
-                for identity in page.unchangedKeys {
+                for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
                     keyList += identity.entity.rawValue + "\t" + identity.key + "\n"
-                    if alreadySeen.contains(identity) { result.duplicates += 1 } else { result.unchanged += 1 }
+                    if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
+                }
+                for (identity, repeated) in zip(page.unchangedKeys, repeatedUnchanged) {
+                    keyList += identity.entity.rawValue + "\t" + identity.key + "\n"
+                    if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
                     result.unread += 1
                 }
                 if let memo = page.memo {
@@ -453,15 +512,13 @@ public final class SnapshotStore: Sendable {
                         UPDATE run_sources SET drift = drift + ?, unchanged_pages = unchanged_pages + ? WHERE run_id = ? AND source = ?
                         """, arguments: [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
                 }
-                return result
+                return (result, written)
             }
         } catch {
             throw .storage(path: path, reason: "applying page \(page.page) of \(page.source)/\(page.scope): \(error)")
         }
-        seen.withLock { sets in
-            sets[page.source, default: []].formUnion(records.lazy.map(\.identity))
-            sets[page.source, default: []].formUnion(page.unchangedKeys)
-        }
+        // Committed: the index follows.
+        digests(of: page.source)?.update(written.map { ($0.key, $0.value) })
         return result
     }
 

@@ -308,11 +308,13 @@ public struct Runner: Sendable {
 
         // Details of what the source's own scopes added or changed (marketplace products).
         var followUps: [CrawlScope] = []
-        do {
-            let changed = try store.inputRecords(source: source.name, entities: [], selection: .newOrChanged, runID: run.id)
-            followUps = Connectors.followUpScopes(for: source, baseURL: baseURL, newOrChanged: changed)
-        } catch {
-            result.errors.append(error.description)
+        if Connectors.hasFollowUps(source) {
+            do {
+                let changed = try store.inputRecords(source: source.name, entities: [], selection: .newOrChanged, runID: run.id)
+                followUps = Connectors.followUpScopes(for: source, baseURL: baseURL, newOrChanged: changed)
+            } catch {
+                result.errors.append(error.description)
+            }
         }
         if !followUps.isEmpty {
             progress?(.sourceStarted(source: source.name, scopes: followUps.count))

@@ -20,22 +20,25 @@ public enum RunProgress: Sendable {
 
 /// A page as its scope's producer hands it to the applier.
 enum FetchedPage: Sendable {
-    /// Decoded from a fresh body; `memo` is saved with it.
-    case decoded(DecodedPage<Record>, memo: PageMemo?)
+    /// Decoded from a fresh body; `memo` is saved with it. Where the decoder
+    /// passed over rows the store held byte for byte, `decodeInFull` decodes
+    /// the body again without that shortcut.
+    case decoded(DecodedPage<Record>, memo: PageMemo?,
+                 decodeInFull: (@Sendable () throws(StoreSyncError) -> DecodedPage<Record>)? = nil)
     /// The server said 304, or sent the very body stored last time: its records
     /// are the memo's keys, unchanged, and nothing was decoded.
     case unchanged(PageMemo)
 
     var rowCount: Int {
         switch self {
-        case .decoded(let page, _): page.rowCount
+        case .decoded(let page, _, _): page.rowCount
         case .unchanged(let memo): memo.rowCount
         }
     }
 
     var hasNext: Bool? {
         switch self {
-        case .decoded(let page, _): page.hasNext
+        case .decoded(let page, _, _): page.hasNext
         case .unchanged(let memo): memo.hasNext
         }
     }
@@ -258,10 +261,20 @@ struct SourceCrawler: Sendable {
         }
         let bodyHash = ContentHash(bytes: response.body)
         if let memo, memo.bodyHash == bodyHash { return .unchanged(memo) }
-        let page = try scope.decode(response)
+        let page: DecodedPage<Record>
+        var decodeInFull: (@Sendable () throws(StoreSyncError) -> DecodedPage<Record>)?
+        if let decodeRemembering = scope.decodeRemembering {
+            page = try decodeRemembering(response, try store.rowMemory(source: source.name))
+            if !page.unread.isEmpty {
+                let decode = scope.decode
+                decodeInFull = { () throws(StoreSyncError) in try decode(response) }
+            }
+        } else {
+            page = try scope.decode(response)
+        }
         let newMemo = PageMemo(url: memoURL, etag: response.header("etag"), lastModified: response.header("last-modified"),
                                bodyHash: bodyHash, rowCount: page.rowCount, hasNext: page.hasNext)
-        return .decoded(page, memo: newMemo)
+        return .decoded(page, memo: newMemo, decodeInFull: decodeInFull)
     }
 
     /// Applies a scope's pages as they come, then records how the scope
@@ -283,15 +296,26 @@ struct SourceCrawler: Sendable {
                 input.completesScope = isLast
                 let identities: [RecordIdentity]
                 switch fetched {
-                case .decoded(let page, let memo):
+                case .decoded(var page, let memo, let decodeInFull):
+                    // Rows passed over as stored byte for byte: an earlier page of
+                    // this run may have rewritten one (its key twice, in two versions).
+                    if !page.unread.isEmpty, !store.stillHolds(source: source.name, rows: page.unread), let decodeInFull {
+                        do {
+                            page = try decodeInFull()
+                        } catch {
+                            channel.cancel()
+                            return finish(scope: scope, state: "failed", error: error, into: &result)
+                        }
+                    }
                     for skip in page.skipped { logger.warning("skipped a row: \(skip)") }
                     input.records = page.items
+                    input.rawUnchanged = page.unread.map(\.identity)
                     input.skippedRows = page.skipped.count
                     input.memo = memo
-                    identities = page.items.map(\.identity)
+                    identities = page.items.map(\.identity) + input.rawUnchanged
                 case .unchanged(let memo):
                     input.unchangedKeys = memo.keys
-                    identities = memo.keys
+                    identities = input.unchangedKeys
                     result.unchangedPages += 1
                 }
                 if tracksDrift {

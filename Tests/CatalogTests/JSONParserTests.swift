@@ -2,6 +2,24 @@ import Catalog
 import Testing
 
 @Suite struct JSONParserTests {
+    @Test func memberFindsATopLevelValueSkippingTheOthers() {
+        let row = #"{"a":{"id":1,"x":[{"id":2}]},"s":"q\"}\\","n":-1.5e3,"t":true,"id":3106141041,"z":null}"#
+        func member(_ name: String, _ text: String) -> JSONValue? {
+            Array(text.utf8).withUnsafeBufferPointer { JSONParser.member(name, ofObjectIn: $0) }
+        }
+        #expect(member("id", row) == .int(3_106_141_041))
+        #expect(member("s", row) == .string(#"q"}\"#))
+        #expect(member("n", row) == .double(-1500))
+        #expect(member("z", row) == .null)
+        #expect(member("id", "\u{FEFF} \r\n{ \"k\" : [1, 2] , \"id\" : \"abc\" }") == .string("abc"))
+        #expect(member("missing", row) == nil)
+        // An escaped key or a malformed row: no guess, the caller parses in full.
+        #expect(member("id", #"{"\u0069d":1}"#) == nil)
+        #expect(member("id", #"{"a":1 "id":2}"#) == nil)
+        #expect(member("id", "[1]") == nil)
+        #expect(member("id", #"{"a":"unterminated"#) == nil)
+    }
+
     @Test func parsesEveryKindOfValue() throws {
         let value = try JSONParser.parse(#"{"a":1,"b":-2.5,"c":"x\u00e9\n","d":[true,false,null],"e":{}}"#)
         #expect(value["a"] == .int(1))

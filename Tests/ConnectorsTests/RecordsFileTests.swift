@@ -66,7 +66,33 @@ private func expectError(_ body: () throws -> Void, _ check: (StoreSyncError) ->
     }
 }
 
+/// A store's memory of rows, as a fixed table.
+private struct FixedRowMemory: RowMemory {
+    var rows: [RecordIdentity: ContentHash]
+    func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool { rows[identity] == rawHash }
+}
+
 @Suite struct RecordsFileJSONLinesTests {
+    @Test func rowsHeldByteForByteAreNotDecodedAndTheRestCarryTheirRawHash() throws {
+        let file = try TempFile("n.jsonl", jsonl(6))
+        defer { file.cleanup() }
+        let scope = try makeScope(RecordsFileSettings(path: file.path))
+        let decodeRemembering = try #require(scope.decodeRemembering)
+        let (response, full) = try readPage(scope, 0)
+        #expect(full.items.count == 6)
+        #expect(full.items.allSatisfy { $0.rawHash != nil })
+        // The store holds rows 0 and 3 from these very bytes, row 4 from other bytes.
+        func identity(_ i: Int) -> RecordIdentity { RecordIdentity(entity: .record, key: String(3_000_000_000 + i)) }
+        let memory = FixedRowMemory(rows: [identity(0): full.items[0].rawHash!, identity(3): full.items[3].rawHash!,
+                                           identity(4): ContentHash(rawValue: 42)])
+        let page = try decodeRemembering(response, memory)
+        #expect(page.unread.map(\.identity) == [identity(0), identity(3)])
+        #expect(page.items.map(\.key) == [1, 2, 4, 5].map { String(3_000_000_000 + $0) })
+        #expect(page.rowCount == 6)
+        // What is decoded is exactly what the full decoder gives.
+        #expect(page.items == full.items.filter { page.items.map(\.key).contains($0.key) })
+    }
+
     @Test func scopeIsNamedAfterTheFileAndReadsLocally() throws {
         let file = try TempFile("catalog.jsonl", jsonl(3))
         defer { file.cleanup() }

@@ -36,13 +36,19 @@ public enum RecordsFile {
         let pageSize = max(1, settings.pageSize)
         let reader = RecordsFileReader(path: settings.path, format: format(of: settings), pageSize: pageSize)
         let name = URL(fileURLWithPath: settings.path).lastPathComponent
-        return [CrawlScope(
+        var scope = CrawlScope(
             id: "file:\(name)",
             // Pages are counted from 0 and end when the reader says so, not when a page is short.
             pagination: .pageNumber(firstPage: 0, pageSize: pageSize, maxPages: Int.max),
             origin: .local { index throws(StoreSyncError) in try reader.page(index) },
             decode: { response throws(StoreSyncError) in try decodePage(response, settings: settings) }
-        )]
+        )
+        if format(of: settings) == .jsonLines {
+            scope.decodeRemembering = { response, memory throws(StoreSyncError) in
+                try decodePage(response, settings: settings, memory: memory)
+            }
+        }
+        return [scope]
     }
 
     /// The file's format: the setting, else its extension (`.csv`, otherwise JSON Lines).
@@ -61,14 +67,14 @@ public enum RecordsFile {
     ///
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` naming the file
     ///   path and the line (and column, for JSON) of the first malformed row.
-    public static func decodePage(_ response: HTTPResponse,
-                                  settings: RecordsFileSettings) throws(StoreSyncError) -> DecodedPage<Record> {
+    public static func decodePage(_ response: HTTPResponse, settings: RecordsFileSettings,
+                                  memory: (any RowMemory)? = nil) throws(StoreSyncError) -> DecodedPage<Record> {
         let firstLine = response.header(firstLineHeader).flatMap { Int($0) }
         let hasNext = response.header(hasNextHeader).map { $0 == "true" }
         var page: DecodedPage<Record>
         switch format(of: settings) {
         case .jsonLines:
-            page = try JSONLinesDecoder.decode(response.body, firstLine: firstLine ?? 1, settings: settings)
+            page = try JSONLinesDecoder.decode(response.body, firstLine: firstLine ?? 1, settings: settings, memory: memory)
         case .csv:
             page = try CSVDecoder.decode(response.body, firstLine: firstLine, settings: settings)
         }
@@ -88,7 +94,7 @@ public enum RecordsFile {
         }
     }
 
-    static func record(_ fields: [String: JSONValue], line: Int, settings: RecordsFileSettings,
+    static func record(_ fields: [String: JSONValue], line: Int, settings: RecordsFileSettings, rawHash: ContentHash? = nil,
                        into records: inout [Record], skipped: inout [String]) {
         guard let key = keyText(fields[settings.keyField]) else {
             let why = fields[settings.keyField] == nil
@@ -97,7 +103,7 @@ public enum RecordsFile {
             skipped.append("\(settings.path) line \(line): \(why)")
             return
         }
-        records.append(Record(entity: settings.entity, key: key, fields: fields))
+        records.append(Record(entity: settings.entity, key: key, fields: fields, rawHash: rawHash))
     }
 }
 
@@ -111,7 +117,13 @@ enum JSONLinesDecoder {
         var number: Int
     }
 
-    static func decode(_ body: [UInt8], firstLine: Int, settings: RecordsFileSettings) throws(StoreSyncError) -> DecodedPage<Record> {
+    /// Seeds the hash of a row's raw bytes. Bump it when decoding a row
+    /// changes (canonical form, key rules), so rows stored by an older decoder
+    /// are decoded again rather than trusted by their bytes.
+    static let rawHashSeed: UInt64 = 1
+
+    static func decode(_ body: [UInt8], firstLine: Int, settings: RecordsFileSettings,
+                       memory: (any RowMemory)?) throws(StoreSyncError) -> DecodedPage<Record> {
         try body.withUnsafeBufferPointer { buffer in
             // Finding the lines is a cheap sequential scan; parsing and hashing them
             // is the expensive part, and rows are independent, so that runs on every core.
@@ -130,9 +142,19 @@ enum JSONLinesDecoder {
                 var chunk = RowChunk()
                 chunk.records.reserveCapacity(range.count)
                 for line in lines[range] {
+                    let row = UnsafeBufferPointer(rebasing: buffer[line.start..<line.end])
+                    let rawHash = ContentHash(rawValue: XXH64.hash(row, seed: rawHashSeed))
+                    // The same bytes as the stored record: unchanged, nothing to decode.
+                    if let memory, let key = RecordsFile.keyText(JSONParser.member(settings.keyField, ofObjectIn: row)) {
+                        let identity = RecordIdentity(entity: settings.entity, key: key)
+                        if memory.holds(identity, rawHash: rawHash) {
+                            chunk.unread.append((identity, rawHash))
+                            continue
+                        }
+                    }
                     let value: JSONValue
                     do throws(JSONSyntaxError) {
-                        value = try JSONParser.parse(UnsafeBufferPointer(rebasing: buffer[line.start..<line.end]))
+                        value = try JSONParser.parse(row)
                     } catch {
                         chunk.error = .malformedPage(url: settings.path,
                                                      reason: "line \(line.number), column \(error.column): \(error.message)")
@@ -143,7 +165,8 @@ enum JSONLinesDecoder {
                                                      reason: "line \(line.number): expected a JSON object, found \(kind(of: value))")
                         break
                     }
-                    RecordsFile.record(fields, line: line.number, settings: settings, into: &chunk.records, skipped: &chunk.skipped)
+                    RecordsFile.record(fields, line: line.number, settings: settings, rawHash: rawHash,
+                                       into: &chunk.records, skipped: &chunk.skipped)
                 }
                 return chunk
             }
@@ -327,6 +350,8 @@ struct CSVRowParser {
 struct RowChunk {
     var records: [Record] = []
     var skipped: [String] = []
+    /// Rows recognised by their bytes as the stored record, not decoded.
+    var unread: [(identity: RecordIdentity, rawHash: ContentHash)] = []
     /// The first malformed row of the chunk; the chunk stops there.
     var error: StoreSyncError?
 
@@ -339,6 +364,7 @@ struct RowChunk {
             if let error = chunk.error { return .failure(error) }
             page.items += chunk.records
             page.skipped += chunk.skipped
+            page.unread += chunk.unread
         }
         return .success(page)
     }
