@@ -72,6 +72,7 @@ public struct Benchmark: Sendable {
         if wants("load") || wants("apply") || wants("csv") { rows += try loadAndApply(files, cLoad: cLoad) }
         if wants("csv") { rows += try csvExport(cLoad: cLoad) }
         if wants("rss") { rows += try rss(files) }
+        if wants("http") { rows += try endToEndHTTP() }
         return rows
     }
 
@@ -150,9 +151,20 @@ public struct Benchmark: Sendable {
         }
     }
 
-    /// A records-file job over `file` into `store`; removals on the first
-    /// miss so night 2 writes exactly changed + removed + added.
+    /// The path every records-file job reads: a link to the night being
+    /// measured, because a user's nightly file keeps its name (the scope is
+    /// named after it) while its content changes.
+    var catalogLink: String { "\(work)/catalog.jsonl" }
+
+    func pointCatalog(to file: String) throws {
+        try? FileManager.default.removeItem(atPath: catalogLink)
+        try FileManager.default.createSymbolicLink(atPath: catalogLink, withDestinationPath: file)
+    }
+
+    /// A records-file job over `file` (through ``catalogLink``) into `store`;
+    /// removals on the first miss so night 2 writes exactly changed + removed + added.
     func job(name: String, file: String, store: String, exports: String = "") throws -> String {
+        try pointCatalog(to: file)
         let path = "\(work)/\(name).yml"
         try """
             name: bench-\(name)
@@ -161,7 +173,7 @@ public struct Benchmark: Sendable {
             sources:
               - name: catalog
                 kind: records-file
-                path: \(file)
+                path: \(catalogLink)
                 keyField: id
                 pageSize: 10000
                 removal: { afterMisses: 1, maxRatio: 0.02 }
@@ -199,7 +211,8 @@ public struct Benchmark: Sendable {
         let store = "\(work)/storesync.sqlite", loaded = "\(work)/storesync-night1.sqlite"
         let loadJob = try job(name: "load", file: files.night1, store: store)
         log("night-1 load of \(label) records into an empty database")
-        if let row = try measure(task: "night-1 load", tool: "storesync", records: n, prepare: { remove(store) },
+        if let row = try measure(task: "night-1 load", tool: "storesync", records: n,
+                                 prepare: { remove(store); try pointCatalog(to: files.night1) },
                                  [options.executable, "run", loadJob, "-q", "--no-progress"]) { rows.append(row) }
         try copyDatabase(store, loaded)
         let cDB = "\(work)/c.sqlite", cLoaded = "\(work)/c-night1.sqlite"
@@ -227,7 +240,8 @@ public struct Benchmark: Sendable {
         let changed = n / 50
         log("night-2 apply (1% changed, 0.5% removed, 0.5% added: \(changed) rows to write)")
         let applyJob = try job(name: "apply", file: files.night2, store: store)
-        if let row = try measure(task: "night-2 apply", tool: "storesync", records: n, prepare: { try copyDatabase(loaded, store) },
+        if let row = try measure(task: "night-2 apply", tool: "storesync", records: n,
+                                 prepare: { try copyDatabase(loaded, store); try pointCatalog(to: files.night2) },
                                  check: { try verify(store: store, truth: files.truth) },
                                  [options.executable, "run", applyJob, "-q", "--no-progress"]) { rows.append(row) }
         let night2Store = "\(work)/storesync-night2.sqlite"
@@ -246,7 +260,7 @@ public struct Benchmark: Sendable {
         log("night-2 apply with a tenth of the churn (0.1% changed)")
         let lowJob = try job(name: "apply-low", file: files.lowChurn, store: store)
         if let row = try measure(task: "night-2 apply, 0.1% churn", tool: "storesync", records: n,
-                                 prepare: { try copyDatabase(loaded, store) },
+                                 prepare: { try copyDatabase(loaded, store); try pointCatalog(to: files.lowChurn) },
                                  check: { try verify(store: store, truth: files.lowChurnTruth) },
                                  [options.executable, "run", lowJob, "-q", "--no-progress"]) { rows.append(row) }
         try copyDatabase(night2Store, store)
@@ -284,6 +298,70 @@ public struct Benchmark: Sendable {
             if let row = try measure(task: "RSS feed", tool: "Python \(builder)", records: items,
                                      ["python3", peer("rss_gen.py"), builder, "\(items)", files.night1, "\(work)/\(builder).xml"]) {
                 rows.append(row)
+            }
+        }
+        return rows
+    }
+
+    /// End to end over loopback HTTP: `storesync simulate` serves `n`
+    /// marketplace products in its own process; storesync crawls them at 200
+    /// a page into an empty store. The same pages fetched by curl over one
+    /// keep-alive connection (no decoding, no storing) tell how much of the
+    /// run is HTTP.
+    func endToEndHTTP() throws -> [Row] {
+        let perPage = 200
+        let pages = (n + perPage - 1) / perPage
+        log("end to end over loopback HTTP: \(label) marketplace products, \(perPage) a page (\(pages) pages)")
+        let simulator = Process()
+        simulator.executableURL = URL(fileURLWithPath: options.executable)
+        simulator.arguments = ["simulate", "--port", "0", "--products", "\(n)", "--night", "1"]
+        let banner = Pipe()
+        simulator.standardOutput = banner
+        simulator.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try simulator.run()
+        defer {
+            simulator.terminate()
+            simulator.waitUntilExit()
+        }
+        // The first line names the address: "… serving http://127.0.0.1:PORT".
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = banner.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let range = text.range(of: "serving "),
+              let base = text[range.upperBound...].split(whereSeparator: \.isWhitespace).first else {
+            throw Failure(description: "storesync simulate did not print its address (got: \(text))")
+        }
+        let store = "\(work)/http.sqlite"
+        let path = "\(work)/http.yml"
+        try """
+            name: bench-http
+            store: \(store)
+            output: \(work)/out-http
+            sources:
+              - name: market
+                kind: marketplace
+                baseURL: \(base)
+                itemsPerPage: \(perPage)
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        var rows: [Row] = []
+        if let row = try measure(task: "HTTP end to end", tool: "storesync", records: n, prepare: { remove(store) },
+                                 [options.executable, "run", path, "-q", "--no-progress"]) {
+            let written = try DatabaseQueue(path: store).read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE entity = 'listing'") ?? 0
+            }
+            var row = row
+            row.note = String(format: "%.0f pages/s; %d listings stored", Double(pages) / row.median, written)
+            rows.append(row)
+        }
+        if let curl = ProcessMeasure.which("curl"), let row = try measure(
+            task: "HTTP end to end", tool: "curl (fetch only)", records: n, note: "the same pages, one keep-alive connection",
+            [curl, "-sf", "-o", "/dev/null", "\(base)/api/products?page_no=[1-\(pages)]&items_per_page=\(perPage)"]) {
+            rows.append(row)
+            if let own = rows.first, own.tool == "storesync" {
+                rows[0].note += String(format: "; HTTP ≈ %.0f%% of the run", 100 * row.median / own.median)
             }
         }
         return rows

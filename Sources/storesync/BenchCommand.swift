@@ -9,7 +9,8 @@ struct BenchCommand: AsyncParsableCommand {
         discussion: """
             Generates 1M iTunes-like records (100k with --quick) with gen_catalog.py, then times, as whole \
             processes, storesync and every peer it finds: night-1 load, night-2 apply (checked against the \
-            generator's truth), CSV export, and an RSS feed of 100k items. Prints medians, records/s, peak RSS \
+            generator's truth), CSV export, an RSS feed of 100k items, and a crawl of the simulator over \
+            loopback HTTP (200 records a page). Prints medians, records/s, peak RSS \
             and each tool's time relative to storesync. Build with -c release for meaningful figures.
             """
     )
@@ -29,7 +30,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The peers' folder, holding gen_catalog.py.")
     var peers = "../shared/bench"
 
-    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss.")
+    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss, http.")
     var task: [String] = []
 
     func run() async throws {
