@@ -35,6 +35,10 @@ public struct CrawlScope: Sendable {
     /// (see ``RowMemory``), where the format delimits rows cheaply; `decode`
     /// remains the full decoder, used when there is nothing to remember.
     public var decodeRemembering: (@Sendable (HTTPResponse, any RowMemory) throws(StoreSyncError) -> DecodedPage<Record>)?
+    /// The upstream records this scope works for (a lookup batch's items, a
+    /// product whose detail it fetches). A scope that does not end complete
+    /// leaves them pending, and the next run works for them again.
+    public var inputs: [RecordIdentity] = []
 
     public init(
         id: String, pagination: Pagination, pageURL: @escaping @Sendable (Int) -> URL,

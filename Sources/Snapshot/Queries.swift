@@ -142,10 +142,11 @@ extension SnapshotStore {
     }
 
     /// The records a dependent source starts from: those of `source` (of the
-    /// given entities, all when empty) that exist now, or only those added
-    /// or changed by `runID`, in entity then key order.
+    /// given entities, all when empty) that exist now, or only those added or
+    /// changed by `runID` plus those `consumer` still owes work from earlier
+    /// runs (``setPendingInputs(consumer:_:)``), in entity then key order.
     public func inputRecords(source: String, entities: [EntityKind], selection: InputSelection,
-                             runID: Int64) throws(StoreSyncError) -> [Catalog.Record] {
+                             runID: Int64, consumer: String) throws(StoreSyncError) -> [Catalog.Record] {
         try wrap {
             try pool.read { db in
                 var sql = "SELECT entity, key, payload, hash FROM records WHERE source = ?"
@@ -155,14 +156,32 @@ extension SnapshotStore {
                     for entity in entities { _ = arguments.append(contentsOf: [entity.rawValue]) }
                 }
                 if selection == .newOrChanged {
-                    sql += " AND (added_run = ? OR changed_run = ?)"
-                    _ = arguments.append(contentsOf: [runID, runID])
+                    sql += """
+                         AND (added_run = ? OR changed_run = ? OR EXISTS (SELECT 1 FROM pending_inputs p
+                              WHERE p.consumer = ? AND p.entity = records.entity AND p.key = records.key))
+                        """
+                    _ = arguments.append(contentsOf: [runID, runID, consumer])
                 }
                 sql += " ORDER BY entity, key"
                 return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in
                     EntityKind(rawValue: row["entity"]).map {
                         Record(entity: $0, key: row["key"], payload: row["payload"], hash: ContentHash(sqliteValue: row["hash"]))
                     }
+                }
+            }
+        }
+    }
+
+    /// The upstream records whose scopes did not end complete in this run:
+    /// `consumer` selects them again next run (with what is new or changed
+    /// then) until it has done their work. Replaces the previous list.
+    public func setPendingInputs(consumer: String, _ identities: [RecordIdentity]) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: "DELETE FROM pending_inputs WHERE consumer = ?", arguments: [consumer])
+                let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO pending_inputs (consumer, entity, key) VALUES (?, ?, ?)")
+                for identity in identities {
+                    try insert.execute(arguments: [consumer, identity.entity.rawValue, identity.key])
                 }
             }
         }

@@ -200,6 +200,21 @@ enum Schema {
                 CREATE INDEX changes_by_record ON changes(source, entity, key) WHERE op = 'changed';
                 """)
         }
+        migrator.registerMigration("v8: upstream records a dependent still owes work") { db in
+            // A dependent source (a lookup `from:` a search, marketplace details)
+            // that works on new-or-changed upstream records must not lose one
+            // whose lookup failed: the next run sees that record unchanged and
+            // would never ask again. Such records stay here, per consumer, until
+            // a run's scope for them ends complete.
+            try db.execute(sql: """
+                CREATE TABLE pending_inputs (
+                    consumer TEXT NOT NULL,
+                    entity TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    PRIMARY KEY (consumer, entity, key)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -292,7 +292,7 @@ public struct Runner: Sendable {
         if let request = Connectors.inputRequest(for: source) {
             do {
                 inputs = try store.inputRecords(source: request.source, entities: request.entities,
-                                                selection: request.selection, runID: run.id)
+                                                selection: request.selection, runID: run.id, consumer: source.name)
             } catch {
                 report.errors.append(error.description)
                 return report
@@ -305,20 +305,31 @@ public struct Runner: Sendable {
             concurrency: job.http.concurrency, progress: progress)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
         var result = await crawler.crawl(scopes)
+        if Connectors.inputRequest(for: source)?.selection == .newOrChanged {
+            keepPending(consumer: source.name, scopes: scopes, result: &result, store: store)
+        }
 
         // Details of what the source's own scopes added or changed (marketplace products).
         var followUps: [CrawlScope] = []
+        var followUpsSelected = false
         if Connectors.hasFollowUps(source) {
             do {
-                let changed = try store.inputRecords(source: source.name, entities: [], selection: .newOrChanged, runID: run.id)
+                let changed = try store.inputRecords(source: source.name, entities: [], selection: .newOrChanged,
+                                                     runID: run.id, consumer: Self.followUpConsumer(source))
                 followUps = Connectors.followUpScopes(for: source, baseURL: baseURL, newOrChanged: changed)
+                followUpsSelected = true
             } catch {
                 result.errors.append(error.description)
             }
         }
         if !followUps.isEmpty {
             progress?(.sourceStarted(source: source.name, scopes: followUps.count))
-            result.add(await crawler.crawl(followUps))
+            var followed = await crawler.crawl(followUps)
+            keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &followed, store: store)
+            result.add(followed)
+        } else if followUpsSelected {
+            // Nothing owed any more (a pending record may have been removed upstream).
+            keepPending(consumer: Self.followUpConsumer(source), scopes: [], result: &result, store: store)
         }
         if let first = result.cappedScopes.first {
             // One line per source: a cap usually stops many scopes at once.
@@ -353,5 +364,20 @@ public struct Runner: Sendable {
         report.unchangedPages = result.unchangedPages
         report.gone = result.goneScopes
         return report
+    }
+
+    /// The consumer name under which a source's follow-ups (marketplace details) keep their place.
+    static func followUpConsumer(_ source: SourceSpec) -> String { "\(source.name)#follow-ups" }
+
+    /// Keeps the upstream records of `scopes` that did not end as intended
+    /// pending for `consumer`, so the next run works for them again even if
+    /// they no longer change: a failed lookup or detail is retried, not lost.
+    func keepPending(consumer: String, scopes: [CrawlScope], result: inout SourceCrawler.Result, store: SnapshotStore) {
+        let unfinished = scopes.filter { !result.settled.contains($0.id) }.flatMap(\.inputs)
+        do {
+            try store.setPendingInputs(consumer: consumer, unfinished)
+        } catch {
+            result.errors.append(error.description)
+        }
     }
 }

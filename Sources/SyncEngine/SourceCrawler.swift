@@ -92,6 +92,8 @@ struct SourceCrawler: Sendable {
         var cappedScopes: [String] = []
         /// Scopes whose resource no longer exists (a feed taken down), with the answer.
         var goneScopes: [String] = []
+        /// Scopes that ended as intended in this run (complete, capped on purpose, or gone).
+        var settled: Set<String> = []
 
         mutating func add(_ other: Result) {
             scopesTotal += other.scopesTotal
@@ -102,6 +104,7 @@ struct SourceCrawler: Sendable {
             unchangedPages += other.unchangedPages
             cappedScopes += other.cappedScopes
             goneScopes += other.goneScopes
+            settled.formUnion(other.settled)
         }
     }
 
@@ -115,6 +118,7 @@ struct SourceCrawler: Sendable {
                 let checkpoint = try store.checkpoint(runID: run.id, source: source.name, scope: scope.id)
                 if checkpoint?.state == "complete" {
                     result.scopesComplete += 1
+                    result.settled.insert(scope.id)
                     starts.append(nil)
                     continue
                 }
@@ -144,7 +148,10 @@ struct SourceCrawler: Sendable {
             }
             for _ in 0..<max(1, concurrency) { startProducer() }
             for (slot, index) in pending.enumerated() {
-                if await consume(scope: scopes[index], channel: channels[slot], into: &result) { result.scopesComplete += 1 }
+                if await consume(scope: scopes[index], channel: channels[slot], into: &result) {
+                    result.scopesComplete += 1
+                    result.settled.insert(scopes[index].id)
+                }
                 // That scope's producer is done (or stopping): its slot goes to the next scope.
                 startProducer()
             }

@@ -74,4 +74,53 @@ final class FaultInjectingTransport: HTTPTransport {
         #expect(market.counts.changed == truth.changed.count)
         #expect(second.summaryText.contains("error:"))
     }
+
+    /// A detail or lookup that failed is retried by later runs until it
+    /// succeeds, although its upstream record no longer changes: a
+    /// dependent working on "new or changed" records must not lose one.
+    @Test func aFailedDetailOrLookupIsRetriedByTheNextRuns() async throws {
+        let job = try JobLoader.parse(yaml: """
+            name: follow
+            store: snapshot.sqlite
+            output: out
+            simulator: { seed: 11, podcasts: 300, products: 60, changed: 0, added: 0, removed: 0 }
+            http: { maxAttempts: 2 }
+            sources:
+              - { name: podcasts, kind: itunes-search, terms: [news], pageSize: 50 }
+              - { name: details, kind: itunes-lookup, from: podcasts }
+              - { name: market, kind: marketplace, itemsPerPage: 50, detail: true }
+            """, file: "follow.yml", baseDirectory: directory.path)
+        let store = try SnapshotStore(path: job.storePath)
+        func detailKeys() throws -> Set<String> {
+            Set(try store.records(source: "market").filter { $0.entity == .listingDetail }.map(\.key))
+        }
+        func listingKeys() throws -> Set<String> {
+            Set(try store.records(source: "market").filter { $0.entity == .listing }.map(\.key))
+        }
+
+        // Night 1: one product's detail and every lookup fail.
+        let failing = FaultInjectingTransport { $0.path.hasSuffix("/api/products/7") || $0.path == "/lookup" }
+        let first = try await Runner(job: job, logger: .quiet, transport: failing, clock: ManualClock()).run(RunOptions(night: 1))
+        await failing.inner.shutdown()
+        #expect(first.outcome == .partial)
+        let listings = try listingKeys()
+        #expect(listings.contains("7"))
+        #expect(try detailKeys() == listings.subtracting(["7"]))
+        #expect(try store.records(source: "details").isEmpty)
+
+        // Night 2: nothing changed upstream, yet the failed work is done, and only it.
+        let second = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 2))
+        #expect(second.outcome == .ok, "\(second.errors) \(second.warnings)")
+        #expect(try detailKeys() == listings)
+        let podcasts = Set(try store.records(source: "podcasts").map(\.key))
+        #expect(Set(try store.records(source: "details").map(\.key)) == podcasts)
+        let market = try #require(second.sources.first { $0.name == "market" })
+        #expect(market.counts.pages == (listings.count + 49) / 50 + 1, "the list, then the one missing detail")
+
+        // Night 3: everything followed up, nothing changed: no detail, no lookup.
+        let third = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 3))
+        #expect(third.outcome == .ok)
+        #expect(try #require(third.sources.first { $0.name == "market" }).counts.pages == (listings.count + 49) / 50)
+        #expect(try #require(third.sources.first { $0.name == "details" }).counts.pages == 0)
+    }
 }

@@ -34,10 +34,12 @@ public enum PodcastFeed {
             let key = podcast.key
             // The channel title is the podcast's name; the catalogue's name stands in when a feed has none.
             let name = (fields["collectionName"] ?? fields["trackName"])?.stringValue
-            scopes.append(CrawlScope(
+            var scope = CrawlScope(
                 id: "feed:\(key)", pagination: onePage, pageURL: { _ in url }, toleratesGone: true,
                 decode: { response throws(StoreSyncError) in try decodeFeed(response, podcastKey: key, podcastName: name) }
-            ))
+            )
+            scope.inputs = [podcast.identity]
+            scopes.append(scope)
         }
         return scopes
     }

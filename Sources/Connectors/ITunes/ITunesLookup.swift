@@ -19,6 +19,8 @@ public enum ITunesLookup {
         // reject the whole request; each id is asked for once.
         var seen = Set<String>()
         let keys = items.map(\.key).filter { ITunesCharts.isDigits($0) && seen.insert($0).inserted }
+        // Every upstream record a key stands for (one id may be a podcast and its chart entry's item).
+        let identities = Dictionary(grouping: items.map(\.identity), by: \.key)
         let country = settings.country?.lowercased()
 
         if let entity = settings.lookupEntity {
@@ -27,7 +29,7 @@ public enum ITunesLookup {
                 var query = [("id", key), ("entity", entity), ("limit", String(limit))]
                 if let country { query.append(("country", country)) }
                 let url = URL.make(baseURL, path: "/lookup", query: query)
-                return CrawlScope(
+                var scope = CrawlScope(
                     id: "lookup:\(entity):\(key)",
                     // The walker calls a page "short" (complete) below pageSize and
                     // stops at maxItems: a full page of children ends `.capped`.
@@ -38,6 +40,8 @@ public enum ITunesLookup {
                     capIsIntended: true,
                     decode: { response throws(StoreSyncError) in try decodeChildren(response, parentKey: key) }
                 )
+                scope.inputs = identities[key] ?? []
+                return scope
             }
         }
 
@@ -47,7 +51,7 @@ public enum ITunesLookup {
             var query = [("id", batch.joined(separator: ","))]
             if let country { query.append(("country", country)) }
             let url = URL.make(baseURL, path: "/lookup", query: query)
-            return CrawlScope(
+            var scope = CrawlScope(
                 id: batchScopeID(batch),
                 pagination: SinglePage.pagination,
                 pageURL: { _ in url },
@@ -58,6 +62,8 @@ public enum ITunesLookup {
                     return page
                 }
             )
+            scope.inputs = batch.flatMap { identities[$0] ?? [] }
+            return scope
         }
     }
 

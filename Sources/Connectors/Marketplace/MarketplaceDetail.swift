@@ -23,10 +23,12 @@ public enum MarketplaceDetail {
             let id = listing.key
             guard !id.isEmpty, id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), seen.insert(id).inserted else { continue }
             let url = detailURL(baseURL, id: id)
-            scopes.append(CrawlScope(
+            var scope = CrawlScope(
                 id: "detail:\(id)", pagination: onePage, pageURL: { _ in url }, sweeps: false, toleratesGone: true,
                 decode: { response throws(StoreSyncError) in try decodeDetail(response, id: id) }
-            ))
+            )
+            scope.inputs = [listing.identity]
+            scopes.append(scope)
         }
         return scopes
     }
