@@ -82,4 +82,14 @@ extension Record {
 public protocol RowMemory: Sendable {
     /// True when the snapshot holds `identity`, stored from bytes that hashed to `rawHash`.
     func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool
+
+    /// ``holds(_:rawHash:)`` for many rows at once: an implementation behind
+    /// a lock takes it once per batch instead of once per row.
+    func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool]
+}
+
+extension RowMemory {
+    public func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool] {
+        rows.map { holds($0.identity, rawHash: $0.rawHash) }
+    }
 }

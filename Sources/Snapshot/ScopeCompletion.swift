@@ -45,8 +45,9 @@ extension SnapshotStore {
                     return RemovalResult()
                 }
                 var gone: [RecordIdentity] = []
+                let unseen = try unseenMembers(db, runID: runID, source: source, scope: scope, seen: seenKeys)
                 let result = try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy,
-                                                  removed: &gone)
+                                                  unseen: unseen, removed: &gone)
                 try db.execute(sql: "UPDATE scopes SET swept_run = ? WHERE source = ? AND scope = ?", arguments: [runID, source, scope])
                 removed = gone
                 return result
@@ -60,20 +61,60 @@ extension SnapshotStore {
         }
     }
 
+    /// The records of `scope` that this run has not seen, or nil when they
+    /// are better found by scanning the scope.
+    ///
+    /// Found once per source and run from the digest index (the source's
+    /// records minus the seen-set, one probe each), then one point query per
+    /// unseen record for its scope, kept for the source's other sweeps. On a
+    /// normal night few records are unseen; where many are (a scope failed),
+    /// the per-scope scan of the key index is cheaper than that many queries.
+    func unseenMembers(_ db: Database, runID: Int64, source: String, scope: String,
+                       seen: Set<RecordIdentity>) throws -> [RecordIdentity]? {
+        if let cached = unseenByScope.withLock({ $0[source] }), cached.runID == runID {
+            return cached.byScope.map { $0[scope] ?? [] }
+        }
+        let index = try digestIndex(db, source: source)
+        var byScope: [String: [RecordIdentity]]?
+        if let unseen = index.identities(notIn: seen, limit: max(10_000, index.initialCount / 10)) {
+            let scopeOf = try db.cachedStatement(sql: "SELECT scope FROM records WHERE source = ? AND entity = ? AND key = ?")
+            var grouped: [String: [RecordIdentity]] = [:]
+            for identity in unseen {
+                guard let owner = try String.fetchOne(scopeOf, arguments: [source, identity.entity.rawValue, identity.key]) else { continue }
+                grouped[owner, default: []].append(identity)
+            }
+            byScope = grouped
+        }
+        unseenByScope.withLock { $0[source] = (runID, byScope) }
+        return byScope.map { $0[scope] ?? [] }
+    }
+
     static func removalPass(
         _ db: Database, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy,
-        removed: inout [RecordIdentity]
+        unseen: [RecordIdentity]?, removed: inout [RecordIdentity]
     ) throws -> RemovalResult {
         var result = RemovalResult()
         var members = 0
         var missed: [RecordIdentity] = []
-        let cursor = try Row.fetchCursor(db, sql: "SELECT entity, key FROM records WHERE source = ? AND scope = ?",
-                                         arguments: [source, scope])
-        while let row = try cursor.next() {
-            members += 1
-            guard let entity = EntityKind(rawValue: row["entity"]) else { continue }
-            let identity = RecordIdentity(entity: entity, key: row["key"])
-            if !seen.contains(identity) { missed.append(identity) }
+        if let unseen {
+            members = try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE source = ? AND scope = ?",
+                                       arguments: [source, scope]) ?? 0
+            missed = unseen
+        } else {
+            // The covering key index holds the scope: a scan of it, never of the payloads.
+            let cursor = try Row.fetchCursor(
+                db, sql: "SELECT entity, key FROM records INDEXED BY records_by_key WHERE source = ? AND scope = ?",
+                arguments: [source, scope])
+            // Columns by position and entity names parsed once: this loop meets every record of the scope.
+            var entities: [String: EntityKind] = [:]
+            while let row = try cursor.next() {
+                members += 1
+                let name: String = row[0]
+                guard let entity = entities[name] ?? EntityKind(rawValue: name) else { continue }
+                entities[name] = entity
+                let identity = RecordIdentity(entity: entity, key: row[1])
+                if !seen.contains(identity) { missed.append(identity) }
+            }
         }
         var missCounts: [RecordIdentity: Int] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT entity, key, count FROM misses WHERE source = ?", arguments: [source]) {

@@ -185,6 +185,9 @@ public final class SnapshotStore: Sendable {
     /// Each source's stored digests, read on first use and kept in step with
     /// every write this store makes (it is the only writer: the run lock).
     private let digestIndexes = Mutex<[String: DigestIndex]>([:])
+    /// Per source, the records a run has not seen, grouped by scope, found at
+    /// its first sweep (``unseenMembers(_:runID:source:scope:seen:)``).
+    let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     public init(path: String) throws(StoreSyncError) {
@@ -198,9 +201,13 @@ public final class SnapshotStore: Sendable {
                 // NORMAL is durable across process crashes in WAL mode; only a
                 // power loss can drop the last transactions, never corrupt.
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                // 64 MiB instead of 2: the key indexes of a million records
-                // stay cached, so a night adding scattered keys does not thrash.
-                try db.execute(sql: "PRAGMA cache_size = -65536")
+                // 64 MiB instead of 2 for the writer: the key indexes of a million
+                // records stay cached, so a night adding scattered keys does not
+                // thrash. Readers scan (digests, exports) and keep the default:
+                // a reader per pool slot with 64 MiB each would cost memory for nothing.
+                if !db.configuration.readonly {
+                    try db.execute(sql: "PRAGMA cache_size = -65536")
+                }
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Schema.migrator.migrate(pool)
@@ -345,6 +352,7 @@ public final class SnapshotStore: Sendable {
             }
         }
         seen.withLock { $0 = [:] }
+        unseenByScope.withLock { $0 = [:] }
     }
 
     /// An export failed: the run says so, and the next start retries the exports (not the crawl).

@@ -71,6 +71,22 @@ final class DigestIndex: Sendable {
         table.withLock { $0.digests[identity]?.rawHash == rawHash.sqliteValue }
     }
 
+    /// The identities held that are not in `seen`, or nil past `limit` of them.
+    func identities(notIn seen: Set<RecordIdentity>, limit: Int) -> [RecordIdentity]? {
+        table.withLock { table in
+            var unseen: [RecordIdentity] = []
+            for identity in table.digests.keys where !seen.contains(identity) {
+                unseen.append(identity)
+                if unseen.count > limit { return nil }
+            }
+            return unseen
+        }
+    }
+
+    func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool] {
+        table.withLock { table in rows.map { table.digests[$0.identity]?.rawHash == $0.rawHash.sqliteValue } }
+    }
+
     /// Whether rows a decoder found held (``holds(_:rawHash:)``) still are:
     /// only those written since the index was read can have changed.
     func stillHolds(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> Bool {
@@ -89,5 +105,9 @@ struct StoredRowMemory: RowMemory {
 
     func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool {
         index.holds(identity, rawHash: rawHash)
+    }
+
+    func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool] {
+        index.holdEach(rows)
     }
 }

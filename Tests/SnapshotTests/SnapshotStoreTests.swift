@@ -143,6 +143,34 @@ import TestSupport
         #expect(misses == 1)
     }
 
+    /// The sweep finds unseen records from the digest index when they are few
+    /// and by scanning the scope when they are many; both must remove exactly
+    /// the records missed, of the swept scope only.
+    @Test(arguments: [20, 12_000])
+    func sweepsRemoveExactlyTheMissedRecordsOfTheirScope(missing: Int) async throws {
+        let store = try SnapshotStore(path: path)
+        let total = missing + 30
+        let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
+        _ = try await store.apply(page(run1, (1...total).map { podcast($0) }, scope: "a"))
+        _ = try await store.apply(page(run1, (1...10).map { podcast(1_000_000 + $0) }, scope: "b"))
+        try store.finishRun(run1.id, status: .ok, message: nil, at: Date(timeIntervalSince1970: 1))
+
+        // Run 2 sees only the last 30 records of "a" and nothing of "b".
+        let run2 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 2), simulated: false)
+        _ = try await store.apply(page(run2, ((missing + 1)...total).map { podcast($0) }, scope: "a"))
+        let policy = RemovalPolicy(afterMisses: 1, maxRatio: 1)
+        let swept = try finish(store, run2, scope: "a", policy: policy)
+        #expect(swept.removed == missing)
+        try store.finishScope(runID: run2.id, source: "src", scope: "b", state: "failed", error: "x")
+        #expect(try store.sweepScope(runID: run2.id, source: "src", scope: "b", removal: policy).removed == 0)
+        let keys = Set(try store.records(source: "src").map(\.key))
+        let kept: [String] = ((missing + 1)...total).map { String($0) }
+        let untouched: [String] = (1...10).map { String(1_000_000 + $0) }
+        #expect(keys == Set(kept + untouched))
+        let removed = try store.changes(runID: run2.id).filter { $0.op == "removed" }
+        #expect(Set(removed.map(\.key)) == Set((1...missing).map(String.init)))
+    }
+
     @Test func removalGuardRefusesToEmptyAScope() async throws {
         let store = try SnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)

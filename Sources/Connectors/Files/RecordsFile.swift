@@ -141,17 +141,32 @@ enum JSONLinesDecoder {
             let chunks = ParallelChunks.map(lines.count) { range in
                 var chunk = RowChunk()
                 chunk.records.reserveCapacity(range.count)
-                for line in lines[range] {
-                    let row = UnsafeBufferPointer(rebasing: buffer[line.start..<line.end])
-                    let rawHash = ContentHash(rawValue: XXH64.hash(row, seed: rawHashSeed))
-                    // The same bytes as the stored record: unchanged, nothing to decode.
-                    if let memory, let key = RecordsFile.keyText(JSONParser.member(settings.keyField, ofObjectIn: row)) {
-                        let identity = RecordIdentity(entity: settings.entity, key: key)
-                        if memory.holds(identity, rawHash: rawHash) {
-                            chunk.unread.append((identity, rawHash))
-                            continue
-                        }
+                // Rows with the same bytes as the stored record are unchanged: nothing
+                // to decode. Their keys and hashes are asked about in one batch.
+                let hashes = lines[range].map { line in
+                    ContentHash(rawValue: XXH64.hash(UnsafeBufferPointer(rebasing: buffer[line.start..<line.end]), seed: rawHashSeed))
+                }
+                var held = [Bool](repeating: false, count: range.count)
+                if let memory {
+                    var asked: [(identity: RecordIdentity, rawHash: ContentHash)] = []
+                    var positions: [Int] = []
+                    asked.reserveCapacity(range.count)
+                    positions.reserveCapacity(range.count)
+                    for (position, line) in lines[range].enumerated() {
+                        let row = UnsafeBufferPointer(rebasing: buffer[line.start..<line.end])
+                        guard let key = RecordsFile.keyText(JSONParser.member(settings.keyField, ofObjectIn: row)) else { continue }
+                        asked.append((RecordIdentity(entity: settings.entity, key: key), hashes[position]))
+                        positions.append(position)
                     }
+                    for (answer, (position, row)) in zip(memory.holdEach(asked), zip(positions, asked)) where answer {
+                        held[position] = true
+                        chunk.unread.append(row)
+                    }
+                }
+                for (position, line) in lines[range].enumerated() {
+                    if held[position] { continue }
+                    let row = UnsafeBufferPointer(rebasing: buffer[line.start..<line.end])
+                    let rawHash = hashes[position]
                     let value: JSONValue
                     do throws(JSONSyntaxError) {
                         value = try JSONParser.parse(row)
