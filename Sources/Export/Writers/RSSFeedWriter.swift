@@ -183,34 +183,35 @@ public struct RSSFeedWriter: Sendable {
     /// Characters XML cannot carry (see ``XMLText/xmlSafe(_:)``) are removed first.
     /// Runs of spaces and tabs still display as one space, as HTML always does.
     public static func readerSafeHTML(_ text: String) -> String {
-        let text = XMLText.xmlSafe(text)
-        let needsMarkup = text.utf8.contains { (b: UInt8) -> Bool in
-            switch b {
-            case 0x26, 0x3C, 0x3E, 0x22, 0x0A, 0x0D: return true // & < > " LF CR
-            default: return false
-            }
+        var text = XMLText.xmlSafe(text)
+        func needsMarkup(_ b: UInt8) -> Bool {
+            b == 0x26 || b == 0x3C || b == 0x3E || b == 0x22 || b == 0x0A || b == 0x0D // & < > " LF CR
         }
-        guard needsMarkup else { return text }
-        var out = [UInt8]()
-        out.reserveCapacity(text.utf8.count + 32)
-        out.append(contentsOf: "<p>".utf8)
-        var previousWasCR = false
-        for b in text.utf8 {
-            switch b {
-            case UInt8(ascii: "&"): out.append(contentsOf: "&amp;".utf8)
-            case UInt8(ascii: "<"): out.append(contentsOf: "&lt;".utf8)
-            case UInt8(ascii: ">"): out.append(contentsOf: "&gt;".utf8)
-            case UInt8(ascii: "\""): out.append(contentsOf: "&quot;".utf8)
-            case 0x0D: out.append(contentsOf: "<br>".utf8)
-            case 0x0A:
-                // The LF of a CRLF was already written as the CR's <br>.
-                if !previousWasCR { out.append(contentsOf: "<br>".utf8) }
-            default: out.append(b)
+        guard text.withUTF8({ $0.contains(where: needsMarkup) }) else { return text }
+        // Copies unchanged runs in one append: descriptions are most of a feed's text.
+        return text.withUTF8 { bytes -> String in
+            var out = [UInt8]()
+            out.reserveCapacity(bytes.count + 64)
+            out.append(contentsOf: "<p>".utf8)
+            var runStart = 0
+            for index in 0..<bytes.count where needsMarkup(bytes[index]) {
+                if runStart < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+                runStart = index + 1
+                switch bytes[index] {
+                case UInt8(ascii: "&"): out.append(contentsOf: "&amp;".utf8)
+                case UInt8(ascii: "<"): out.append(contentsOf: "&lt;".utf8)
+                case UInt8(ascii: ">"): out.append(contentsOf: "&gt;".utf8)
+                case UInt8(ascii: "\""): out.append(contentsOf: "&quot;".utf8)
+                case 0x0D: out.append(contentsOf: "<br>".utf8)
+                default:
+                    // LF: the LF of a CRLF was already written as the CR's <br>.
+                    if index == 0 || bytes[index - 1] != 0x0D { out.append(contentsOf: "<br>".utf8) }
+                }
             }
-            previousWasCR = b == 0x0D
+            if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
+            out.append(contentsOf: "</p>".utf8)
+            return String(decoding: out, as: UTF8.self)
         }
-        out.append(contentsOf: "</p>".utf8)
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
