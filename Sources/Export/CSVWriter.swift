@@ -186,24 +186,19 @@ public struct CSVWriter: Sendable {
     private func writeText(_ text: String, into sink: inout OutputSink) throws {
         var text = text
         try text.withUTF8 { bytes in
-            let delimiter = options.delimiter
-            var needsQuotes = false
-            var hasQuote = false
-            for byte in bytes {
-                if byte == 0x22 {
-                    needsQuotes = true
-                    hasQuote = true
-                    break
-                }
-                if byte == delimiter || byte == 0x0A || byte == 0x0D { needsQuotes = true }
-            }
-            let neutralize = options.neutralizeFormulas && !bytes.isEmpty && CSVWriter.startsFormula(bytes[0])
-            if bytes.isEmpty {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else {
                 // Empty text is "" (distinct from null, which is nothing).
                 try sink.write(byte: 0x22)
                 try sink.write(byte: 0x22)
                 return
             }
+            // memchr scans with SIMD: a long cell (a JSON payload) is searched at memory speed.
+            func find(_ byte: UInt8, from start: Int = 0) -> Int? {
+                memchr(base + start, Int32(byte), bytes.count - start).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base }
+            }
+            let firstQuote = find(0x22)
+            let needsQuotes = firstQuote != nil || find(options.delimiter) != nil || find(0x0A) != nil || find(0x0D) != nil
+            let neutralize = options.neutralizeFormulas && CSVWriter.startsFormula(bytes[0])
             if !needsQuotes {
                 if neutralize { try sink.write(byte: UInt8(ascii: "'")) }
                 try sink.write(UnsafeRawBufferPointer(bytes))
@@ -211,19 +206,17 @@ public struct CSVWriter: Sendable {
             }
             try sink.write(byte: 0x22)
             if neutralize { try sink.write(byte: UInt8(ascii: "'")) }
-            if !hasQuote {
-                try sink.write(UnsafeRawBufferPointer(bytes))
-            } else {
-                var runStart = 0
-                for i in 0..<bytes.count where bytes[i] == 0x22 {
-                    // Write up to and including the quote, then the quote again.
-                    try sink.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...i])))
-                    try sink.write(byte: 0x22)
-                    runStart = i + 1
-                }
-                if runStart < bytes.count {
-                    try sink.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...])))
-                }
+            var runStart = 0
+            var quote = firstQuote
+            while let index = quote {
+                // Write up to and including the quote, then the quote again.
+                try sink.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...index])))
+                try sink.write(byte: 0x22)
+                runStart = index + 1
+                quote = runStart < bytes.count ? find(0x22, from: runStart) : nil
+            }
+            if runStart < bytes.count {
+                try sink.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...])))
             }
             try sink.write(byte: 0x22)
         }
