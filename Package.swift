@@ -45,7 +45,11 @@ let package = Package(
         // The SQLite snapshot: diff/apply, change log, runs, checkpoints.
         .target(
             name: "Snapshot",
-            dependencies: ["Catalog", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "Catalog", .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the two hot inserts of a load (RawStatement).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         // CSV, SQLite export, RSS over libxml2's xmlTextWriter.
         .target(

@@ -3,6 +3,11 @@ import GRDB
 /// The snapshot's schema. Migrations only ever append: a store written by an
 /// older storesync opens in a newer one.
 enum Schema {
+    /// The records' key index (migration v9). A bulk load drops it and builds
+    /// it again at the end (``SnapshotStore/beginBulkLoad()``); opening a
+    /// store builds it if a killed bulk load left it missing.
+    static let keyIndex = "CREATE INDEX IF NOT EXISTS records_by_key ON records(source, entity, key, hash, raw_hash, scope)"
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -222,10 +227,8 @@ enum Schema {
             // a covering index a scan of ~70 MB. SQLite has no INCLUDE columns,
             // so the index is no longer UNIQUE; the store is the only writer
             // (run lock) and inserts only keys its digest index does not hold.
-            try db.execute(sql: """
-                DROP INDEX records_by_key;
-                CREATE INDEX records_by_key ON records(source, entity, key, hash, raw_hash, scope);
-                """)
+            try db.execute(sql: "DROP INDEX records_by_key")
+            try db.execute(sql: keyIndex)
         }
         return migrator
     }

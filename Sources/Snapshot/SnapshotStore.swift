@@ -201,16 +201,18 @@ public final class SnapshotStore: Sendable {
                 // NORMAL is durable across process crashes in WAL mode; only a
                 // power loss can drop the last transactions, never corrupt.
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                // 64 MiB instead of 2 for the writer: the key indexes of a million
-                // records stay cached, so a night adding scattered keys does not
-                // thrash. Readers scan (digests, exports) and keep the default:
-                // a reader per pool slot with 64 MiB each would cost memory for nothing.
+                // 32 MiB instead of 2 for the writer: the key index pages a night
+                // with scattered keys touches stay cached (64 MiB measured no faster
+                // at 1M records, a first load building the index once at its end).
+                // Readers scan (digests, exports) and keep the default: a reader per
+                // pool slot with a large cache would cost memory for nothing.
                 if !db.configuration.readonly {
-                    try db.execute(sql: "PRAGMA cache_size = -65536")
+                    try db.execute(sql: "PRAGMA cache_size = -32768")
                 }
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Schema.migrator.migrate(pool)
+            try pool.write { db in try db.execute(sql: Schema.keyIndex) }
         } catch {
             throw .storage(path: path, reason: "cannot open: \(error)")
         }
@@ -442,31 +444,58 @@ public final class SnapshotStore: Sendable {
             (result, written) = try await pool.write { db in
                 var result = PageResult()
                 let index = try digestIndex(db, source: page.source)
-                let selectPayload = try db.cachedStatement(sql: "SELECT payload FROM records WHERE source = ? AND entity = ? AND key = ?")
-                let insert = try db.cachedStatement(sql: """
+                let selectPayload = try db.cachedStatement(sql: "SELECT payload FROM records WHERE rowid = ?")
+                let insert = RawStatement(try db.cachedStatement(sql: """
                     INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
+                    """))
                 let update = try db.cachedStatement(sql: """
-                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ?
-                    WHERE source = ? AND entity = ? AND key = ?
+                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
                     """)
-                let logChange = try db.cachedStatement(sql: """
+                let changeStatement = RawStatement(try db.cachedStatement(sql: """
                     INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
+                    """))
+                func logChange(_ run: Int64, _ source: String, _ entity: String, _ key: String, _ op: String,
+                               _ field: String?, _ before: String?, _ after: String?) throws {
+                    changeStatement.bind(1, run)
+                    changeStatement.bind(2, source)
+                    changeStatement.bind(3, entity)
+                    changeStatement.bind(4, key)
+                    changeStatement.bind(5, op)
+                    changeStatement.bind(6, field)
+                    changeStatement.bind(7, before)
+                    changeStatement.bind(8, after)
+                    try changeStatement.execute(db)
+                }
                 var keyList = ""
                 // Within the page, a later row with the key of an earlier one compares against what that row wrote.
                 var written: [RecordIdentity: StoredDigest] = [:]
                 let stored = index.lookup(records.lazy.map(\.identity))
+                keyList.reserveCapacity(32 * (records.count + page.rawUnchanged.count + page.unchangedKeys.count))
+                func list(_ entity: EntityKind, _ key: String) {
+                    keyList.append(entity.rawValue)
+                    keyList.append("\t")
+                    keyList.append(key)
+                    keyList.append("\n")
+                }
                 for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
-                    keyList += record.entity.rawValue + "\t" + record.key + "\n"
+                    list(record.entity, record.key)
                     let entity = record.entity.rawValue
-                    let digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue)
+                    var digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue, rowid: 0)
                     guard let current = written[record.identity] ?? storedDigest else {
-                        try insert.execute(arguments: [page.source, entity, record.key, page.scope, digest.hash,
-                                                       record.payload, page.runID, page.runID, digest.rawHash])
+                        insert.bind(1, page.source)
+                        insert.bind(2, entity)
+                        insert.bind(3, record.key)
+                        insert.bind(4, page.scope)
+                        insert.bind(5, digest.hash)
+                        insert.bind(6, record.payload)
+                        insert.bind(7, page.runID)
+                        insert.bind(8, page.runID)
+                        insert.bind(9, digest.rawHash)
+                        try insert.execute(db)
                         result.recordRowsWritten += db.changesCount
-                        try logChange.execute(arguments: [page.runID, page.source, entity, record.key, "added", nil, nil, nil])
+                        digest.rowid = db.lastInsertedRowID
+                        try logChange(page.runID, page.source, entity, record.key, "added", nil, nil, nil)
                         written[record.identity] = digest
                         result.added += 1
                         continue
@@ -475,25 +504,25 @@ public final class SnapshotStore: Sendable {
                         if repeatedRecord[position] { result.duplicates += 1 } else { result.unchanged += 1 }
                         continue
                     }
-                    let oldPayload = try String.fetchOne(selectPayload, arguments: [page.source, entity, record.key]) ?? "{}"
+                    digest.rowid = current.rowid
+                    let oldPayload = try String.fetchOne(selectPayload, arguments: [current.rowid]) ?? "{}"
                     try update.execute(arguments: [digest.hash, record.payload, page.scope, page.runID, digest.rawHash,
-                                                   page.source, entity, record.key])
+                                                   current.rowid])
                     result.recordRowsWritten += db.changesCount
                     written[record.identity] = digest
                     let old = (try? JSONParser.parse(Array(oldPayload.utf8)).objectValue) ?? [:]
                     let new = (try? record.fields()) ?? [:]
                     for change in FieldChange.between(old, new) {
-                        try logChange.execute(arguments: [page.runID, page.source, entity, record.key, "changed",
-                                                          change.field, change.before, change.after])
+                        try logChange(page.runID, page.source, entity, record.key, "changed", change.field, change.before, change.after)
                     }
                     result.changed += 1
                 }
                 for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
-                    keyList += identity.entity.rawValue + "\t" + identity.key + "\n"
+                    list(identity.entity, identity.key)
                     if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
                 }
                 for (identity, repeated) in zip(page.unchangedKeys, repeatedUnchanged) {
-                    keyList += identity.entity.rawValue + "\t" + identity.key + "\n"
+                    list(identity.entity, identity.key)
                     if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
                     result.unread += 1
                 }

@@ -8,6 +8,9 @@ import Synchronization
 struct StoredDigest: Sendable {
     var hash: Int64
     var rawHash: Int64?
+    /// The record's row: the store reads, rewrites and deletes it by rowid,
+    /// so diffing needs no key index (see ``SnapshotStore/beginBulkLoad()``).
+    var rowid: Int64
 }
 
 /// The stored digests of one source, read once per run in one sequential
@@ -39,14 +42,14 @@ final class DigestIndex: Sendable {
     static func load(_ db: Database, source: String) throws -> DigestIndex {
         let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE source = ?", arguments: [source]) ?? 0
         var digests = [RecordIdentity: StoredDigest](minimumCapacity: count)
-        let statement = try db.makeStatement(sql: "SELECT entity, key, hash, raw_hash FROM records WHERE source = ?")
+        let statement = try db.makeStatement(sql: "SELECT entity, key, hash, raw_hash, rowid FROM records WHERE source = ?")
         let cursor = try Row.fetchCursor(statement, arguments: [source])
         var entities: [String: EntityKind] = [:]
         while let row = try cursor.next() {
             let name: String = row[0]
             guard let entity = entities[name] ?? EntityKind(rawValue: name) else { continue }
             entities[name] = entity
-            digests[RecordIdentity(entity: entity, key: row[1])] = StoredDigest(hash: row[2], rawHash: row[3])
+            digests[RecordIdentity(entity: entity, key: row[1])] = StoredDigest(hash: row[2], rawHash: row[3], rowid: row[4])
         }
         return DigestIndex(digests)
     }

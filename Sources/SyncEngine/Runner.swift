@@ -304,7 +304,16 @@ public struct Runner: Sendable {
             breaker: CircuitBreaker(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
             concurrency: job.http.concurrency, progress: progress)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
+        // The first load of an empty snapshot builds its key index once at the end.
+        let bulkLoad = (try? store.beginBulkLoad()) ?? false
         var result = await crawler.crawl(scopes)
+        if bulkLoad {
+            do {
+                try store.endBulkLoad()
+            } catch {
+                result.errors.append(error.description)
+            }
+        }
         if Connectors.inputRequest(for: source)?.selection == .newOrChanged {
             keepPending(consumer: source.name, scopes: scopes, result: &result, store: store)
         }

@@ -171,6 +171,29 @@ import TestSupport
         #expect(Set(removed.map(\.key)) == Set((1...missing).map(String.init)))
     }
 
+    /// A first load runs without the key index and builds it at the end; a
+    /// load killed in between finds it built again when the store reopens.
+    @Test func aBulkLoadDropsTheKeyIndexOnlyOnAnEmptyStoreAndItAlwaysComesBack() async throws {
+        func keyIndexExists(_ store: SnapshotStore) throws -> Bool {
+            try store.reader.read { db in
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'records_by_key')") ?? false
+            }
+        }
+        var store: SnapshotStore? = try SnapshotStore(path: path)
+        let run = try store!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
+        #expect(try store!.beginBulkLoad())
+        #expect(try !keyIndexExists(store!))
+        let first = try await store!.apply(page(run, (1...30).map { podcast($0) } + [podcast(3, name: "Renamed")]))
+        #expect(first.added == 30 && first.changed == 1, "a key met twice is rewritten by rowid, with no key index")
+        // Killed here: the next open builds the index again.
+        store = nil
+        let reopened = try SnapshotStore(path: path)
+        #expect(try keyIndexExists(reopened))
+        #expect(try !reopened.beginBulkLoad(), "the store is no longer empty")
+        #expect(try keyIndexExists(reopened))
+        #expect(try reopened.records(source: "src").count == 30)
+    }
+
     @Test func removalGuardRefusesToEmptyAScope() async throws {
         let store = try SnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
