@@ -367,6 +367,61 @@ public struct Benchmark: Sendable {
         return rows
     }
 
+    /// The peers every full run expects, and the rows that show each one ran.
+    static let expectedPeers = [
+        "C hash-diff (libsqlite3)", "Python sqlite3", "Python hash-diff", "sqlite-utils", "sqlite-utils upsert",
+        "sqlite3 -csv", "Python csv", "Python lxml", "Python feedgen", "Python str", "curl (fetch only)",
+    ]
+
+    /// Which peers were measured and which were not found or failed (with the
+    /// usual way to get them), so a short table is never mistaken for a full one.
+    public static func peerSummary(_ rows: [Row]) -> String {
+        let ran = Set(rows.map(\.tool))
+        let missing = expectedPeers.filter { !ran.contains($0) }
+        var text = "peers measured: " + expectedPeers.filter(ran.contains).joined(separator: ", ")
+        if !missing.isEmpty {
+            text += "\npeers not measured (not found, failed, or task not asked for): " + missing.joined(separator: ", ")
+                + "\n  (pip install sqlite-utils lxml feedgen; apt-get install sqlite3 curl gcc libsqlite3-dev)"
+        }
+        return text
+    }
+
+    /// The issue's targets, each checked against this run's medians.
+    public static func targetVerdicts(_ rows: [Row]) -> String {
+        func median(_ task: String, _ tool: String) -> Double? {
+            rows.first { $0.task == task && $0.tool == tool }?.median
+        }
+        var lines: [String] = []
+        func check(_ what: String, _ ok: Bool?, _ detail: String) {
+            guard let ok else { return }
+            lines.append("\(ok ? "met   " : "missed") \(what): \(detail)")
+        }
+        let apply = median("night-2 apply", "storesync")
+        if let apply, let c = median("night-2 apply", "C hash-diff (libsqlite3)") {
+            check("night-2 apply ≤ C hash-diff", apply <= c, String(format: "%.2f s vs %.2f s", apply, c))
+        }
+        if let apply, let su = median("night-2 apply", "sqlite-utils upsert") {
+            check("night-2 apply ≥ 15× faster than sqlite-utils", su / apply >= 15, String(format: "%.1f×", su / apply))
+        }
+        if let load = median("night-1 load", "storesync") {
+            check("night-1 load ≤ 6 s", load <= 6, String(format: "%.2f s", load))
+        }
+        if let csv = median("CSV export", "storesync"), let s3 = median("CSV export", "sqlite3 -csv") {
+            check("CSV export ≤ sqlite3 -csv", csv <= s3, String(format: "%.2f s vs %.2f s", csv, s3))
+        }
+        if let rss = median("RSS feed", "storesync"), let lxml = median("RSS feed", "Python lxml") {
+            check("RSS ≥ 7× faster than lxml", lxml / rss >= 7, String(format: "%.1f×", lxml / rss))
+        }
+        if let apply, let low = median("night-2 apply, 0.1% churn", "storesync") {
+            check("0.1% churn ≤ 40% of the 1% apply", low <= 0.4 * apply, String(format: "%.0f%%", 100 * low / apply))
+        }
+        let peak = rows.filter { $0.tool == "storesync" }.map(\.peakRSS).max()
+        if let peak {
+            check("peak memory ≤ 300 MB", peak <= 300 << 20, String(format: "%.0f MB", Double(peak) / 1_048_576))
+        }
+        return lines.joined(separator: "\n")
+    }
+
     /// The result table: each tool's median next to storesync's for the same task.
     public static func table(_ rows: [Row]) -> String {
         var lines = [["task", "tool", "median s", "records/s", "peak RSS MB", "vs storesync", "runs", "note"]]

@@ -42,14 +42,23 @@ final class DigestIndex: Sendable {
     static func load(_ db: Database, source: String) throws -> DigestIndex {
         let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE source = ?", arguments: [source]) ?? 0
         var digests = [RecordIdentity: StoredDigest](minimumCapacity: count)
-        let statement = try db.makeStatement(sql: "SELECT entity, key, hash, raw_hash, rowid FROM records WHERE source = ?")
-        let cursor = try Row.fetchCursor(statement, arguments: [source])
-        var entities: [String: EntityKind] = [:]
-        while let row = try cursor.next() {
-            let name: String = row[0]
-            guard let entity = entities[name] ?? EntityKind(rawValue: name) else { continue }
-            entities[name] = entity
-            digests[RecordIdentity(entity: entity, key: row[1])] = StoredDigest(hash: row[2], rawHash: row[3], rowid: row[4])
+        // Read through SQLite's C API: GRDB's Row per record was most of the
+        // ~0.8 s this read took at 1M records, before any page can be diffed.
+        let query = RawStatement(try db.makeStatement(sql: "SELECT entity, key, hash, raw_hash, rowid FROM records WHERE source = ?"))
+        query.bind(1, source)
+        // Rows come grouped by entity (the key index's order): compare with the last name before parsing one.
+        var lastName: [UInt8] = []
+        var lastEntity: EntityKind?
+        while try query.nextRow(db) {
+            let name = query.columnBytes(0)
+            if !name.elementsEqual(lastName) {
+                lastName = Array(name)
+                lastEntity = EntityKind(rawValue: String(decoding: name, as: UTF8.self))
+            }
+            guard let entity = lastEntity else { continue }
+            let key = String(decoding: query.columnBytes(1), as: UTF8.self)
+            digests[RecordIdentity(entity: entity, key: key)] = StoredDigest(
+                hash: query.columnInt64(2), rawHash: query.columnOptionalInt64(3), rowid: query.columnInt64(4))
         }
         return DigestIndex(digests)
     }

@@ -45,6 +45,11 @@ struct BenchCommand: AsyncParsableCommand {
         do {
             let rows = try bench.run()
             print(Benchmark.table(rows))
+            print("")
+            print(Benchmark.peerSummary(rows))
+            print("")
+            print("targets (\(options.records) records; the RSS task writes at most 100k items):")
+            print(Benchmark.targetVerdicts(rows))
         } catch {
             printError("\(error)")
             throw ExitCode(ExitStatus.failed.rawValue)
