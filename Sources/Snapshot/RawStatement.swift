@@ -51,10 +51,7 @@ struct RawStatement {
     func execute(_ db: Database) throws {
         let code = sqlite3_step(handle)
         _ = sqlite3_reset(handle)
-        guard code == SQLITE_DONE else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                                sql: statement.sql)
-        }
+        guard code == SQLITE_DONE else { throw failure(code, db) }
     }
 
     /// Steps a query: true while it has a row, read with the `column…` accessors.
@@ -66,9 +63,14 @@ struct RawStatement {
             return false
         case let code:
             _ = sqlite3_reset(handle)
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                                sql: statement.sql)
+            throw failure(code, db)
         }
+    }
+
+    /// The error SQLite reported for this statement, as GRDB reports its own.
+    private func failure(_ code: Int32, _ db: Database) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+                      sql: statement.sql)
     }
 
     /// The text of column `index` of the current row, as bytes valid until the next step.

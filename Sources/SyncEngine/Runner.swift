@@ -289,7 +289,8 @@ public struct Runner: Sendable {
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
         let started = clock.now()
         var inputs: [Record] = []
-        if let request = Connectors.inputRequest(for: source) {
+        let inputRequest = Connectors.inputRequest(for: source)
+        if let request = inputRequest {
             do {
                 inputs = try store.inputRecords(source: request.source, entities: request.entities,
                                                 selection: request.selection, runID: run.id, consumer: source.name)
@@ -314,7 +315,7 @@ public struct Runner: Sendable {
                 result.errors.append(error.description)
             }
         }
-        if Connectors.inputRequest(for: source)?.selection == .newOrChanged {
+        if inputRequest?.selection == .newOrChanged {
             keepPending(consumer: source.name, scopes: scopes, result: &result, store: store)
         }
 
