@@ -63,7 +63,7 @@ let package = Package(
         .target(
             name: "StoreSim",
             dependencies: [
-                "Catalog",
+                "Catalog", "Crawl",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "SyncEngine",
             dependencies: [
-                "Catalog", "Crawl", "Connectors", "Snapshot", "Export", "StoreSim",
+                "Catalog", "Crawl", "Connectors", "Snapshot", "Export",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -86,14 +86,17 @@ let package = Package(
         .executableTarget(
             name: "storesync",
             dependencies: [
-                "SyncEngine", "StoreSim", "Bench",
+                "Catalog", "Crawl", "SyncEngine", "StoreSim", "Bench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Catalog", "Crawl", "Snapshot", "StoreSim"],
+            dependencies: [
+                "Catalog", "Crawl", "Snapshot", "StoreSim", "SyncEngine",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/TestSupport"
         ),
         .testTarget(name: "CatalogTests", dependencies: ["Catalog", "TestSupport"]),
@@ -116,7 +119,7 @@ let package = Package(
         .testTarget(
             name: "SyncEngineTests",
             dependencies: [
-                "SyncEngine", "TestSupport", "CLibXML2",
+                "SyncEngine", "Connectors", "Crawl", "TestSupport", "CLibXML2",
                 .product(name: "CSV", package: "CSV.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -23,45 +23,193 @@ public struct JobFileIssue: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Everything that can make a run fail, each saying what failed, where, and what to do.
-public enum StoreSyncError: Error, Sendable, CustomStringConvertible {
-    /// The job file could not be read or is invalid; every problem found is listed.
-    case invalidJob(file: String, issues: [JobFileIssue])
-    /// A page could not be fetched after retries.
-    case fetchFailed(url: String, reason: String)
-    /// The server says the resource does not exist (HTTP 404 or 410).
-    case gone(url: String, status: Int)
-    /// A page arrived but could not be understood.
-    case malformedPage(url: String, reason: String)
-    /// The server refused us (rate limit) for longer than we were willing to wait.
-    case throttled(url: String, retryAfterSeconds: Double?)
-    /// The snapshot database failed.
-    case storage(path: String, reason: String)
-    /// Another run holds the store's lock.
-    case locked(store: String, holder: String)
-    /// An export could not be written; the previous file is intact.
-    case exportFailed(path: String, reason: String)
+/// Where an error happened, as precisely as the thrower knows it.
+public enum ErrorPlace: Sendable, Equatable, CustomStringConvertible {
+    /// A URL that was fetched.
+    case url(String)
+    /// A file, with the line and column where known (a records file, a job file).
+    case file(path: String, line: Int? = nil, column: Int? = nil)
+    /// A scope of a job's source.
+    case scope(source: String, scope: String)
+    /// A file an export writes.
+    case export(path: String)
+    /// The snapshot store.
+    case store(String)
 
     public var description: String {
         switch self {
-        case .invalidJob(let file, let issues):
-            let list = issues.map { "  - \($0)" }.joined(separator: "\n")
-            return "invalid job file \(file) (\(issues.count) problem\(issues.count == 1 ? "" : "s")):\n\(list)"
-        case .fetchFailed(let url, let reason):
-            return "could not fetch \(url): \(reason). The scope is marked incomplete; the next run retries it."
-        case .gone(let url, let status):
-            return "\(url) answered HTTP \(status): it does not exist (any more). Check the address; the scope is marked incomplete."
-        case .malformedPage(let url, let reason):
-            return "malformed page \(url): \(reason). The scope is marked incomplete; nothing stored was changed by this page."
-        case .throttled(let url, let retry):
-            let wait = retry.map { " (server asked to wait \(Int($0)) s)" } ?? ""
-            return "rate-limited by the server at \(url)\(wait). Lower the source's rate limit in the job file."
-        case .storage(let path, let reason):
-            return "snapshot \(path): \(reason)"
-        case .locked(let store, let holder):
-            return "another run is using \(store) (\(holder)); it was left alone. Try again when it has finished."
-        case .exportFailed(let path, let reason):
-            return "export \(path) failed: \(reason). The previous file was left intact."
+        case .url(let url): url
+        case .file(let path, let line, let column):
+            path + (line.map { ":\($0)" } ?? "") + (column.map { ":\($0)" } ?? "")
+        case .scope(let source, let scope): "\(source)/\(scope)"
+        case .export(let path): path
+        case .store(let path): path
         }
+    }
+}
+
+/// Everything that can make a run fail: a code to branch on, what failed,
+/// where, what to do about it (written where the error is thrown, so it is
+/// true for the case at hand), and the underlying cause.
+///
+/// Modelled on SwiftNIO's `FileSystemError`; codes are an extensible set of
+/// static values (like AsyncHTTPClient's `HTTPClientError`), so a new code
+/// is not a breaking change for code that switches over the known ones.
+public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The job file could not be read or is invalid.
+        public static let invalidJob = Code("invalid-job")
+        /// A page could not be fetched after retries.
+        public static let fetchFailed = Code("fetch-failed")
+        /// The server says the resource does not exist (HTTP 404 or 410).
+        public static let gone = Code("gone")
+        /// A page arrived but could not be understood.
+        public static let malformedPage = Code("malformed-page")
+        /// The server rate-limited us for longer than we were willing to wait.
+        public static let throttled = Code("throttled")
+        /// The circuit breaker stopped a source after consecutive failures.
+        public static let circuitOpen = Code("circuit-open")
+        /// The services a run talks to could not be brought up (the simulator).
+        public static let upstreamUnavailable = Code("upstream-unavailable")
+        /// A records file or other local input could not be read.
+        public static let inputUnreadable = Code("input-unreadable")
+        /// The snapshot store failed.
+        public static let storage = Code("storage")
+        /// Another run holds the store's lock.
+        public static let locked = Code("locked")
+        /// An export could not be written; the previous file is intact.
+        public static let exportFailed = Code("export-failed")
+    }
+
+    public var code: Code
+    /// What failed, in a sentence without the place.
+    public var message: String
+    public var place: ErrorPlace?
+    /// What the reader can do, or what happens next.
+    public var remedy: String?
+    /// The error underneath, if this one wraps another.
+    public var cause: (any Error & Sendable)?
+    /// Every problem of an invalid job file.
+    public var issues: [JobFileIssue] = []
+    /// The HTTP status that decided the error, where one did.
+    public var httpStatus: Int?
+    /// For `.throttled`: how long the server asked us to wait.
+    public var retryAfterSeconds: Double?
+    /// For `.locked`: who holds the lock.
+    public var holder: String?
+
+    public init(_ code: Code, _ message: String, place: ErrorPlace? = nil, remedy: String? = nil,
+                cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.place = place
+        self.remedy = remedy
+        self.cause = cause
+    }
+
+    public var description: String {
+        var text = place.map { "\($0): \(message)" } ?? message
+        if !issues.isEmpty {
+            text += issues.map { "\n  - \($0)" }.joined()
+        }
+        if let cause { text += " (cause: \(cause))" }
+        if let remedy { text += ". " + remedy }
+        return text
+    }
+
+    /// The URL in ``place``, if the error happened at one.
+    public var url: String? {
+        if case .url(let url)? = place { return url }
+        return nil
+    }
+
+    /// The place's address alone: a URL, a file path, `source/scope`, or "".
+    public var location: String {
+        switch place {
+        case .url(let url)?: url
+        case .file(let path, _, _)?, .export(let path)?, .store(let path)?: path
+        case .scope(let source, let scope)?: "\(source)/\(scope)"
+        case nil: ""
+        }
+    }
+}
+
+extension StoreSyncError {
+    /// The job file could not be read or is invalid; every problem found is listed.
+    public static func invalidJob(file: String, issues: [JobFileIssue]) -> StoreSyncError {
+        var error = StoreSyncError(.invalidJob, "invalid job file (\(issues.count) problem\(issues.count == 1 ? "" : "s")):",
+                                   place: .file(path: file), remedy: "Fix the file and check it with `storesync validate \(file)`")
+        error.issues = issues
+        return error
+    }
+
+    /// A page could not be fetched (after the retries the job allows).
+    public static func fetchFailed(url: String, reason: String,
+                                   remedy: String = "The scope is marked incomplete, so nothing is removed; the next run fetches it again",
+                                   cause: (any Error & Sendable)? = nil) -> StoreSyncError {
+        StoreSyncError(.fetchFailed, "could not fetch: \(reason)", place: .url(url), remedy: remedy, cause: cause)
+    }
+
+    /// The server says the resource does not exist (HTTP 404 or 410).
+    public static func gone(url: String, status: Int) -> StoreSyncError {
+        var error = StoreSyncError(.gone, "answered HTTP \(status): it does not exist (any more)", place: .url(url),
+                                   remedy: "Check the address in the job file; the scope is marked incomplete, so nothing is removed")
+        error.httpStatus = status
+        return error
+    }
+
+    /// A page arrived but could not be understood.
+    public static func malformedPage(url: String, reason: String,
+                                     remedy: String = "The scope is marked incomplete and this page changed nothing stored; "
+                                         + "if every run fails here, the service changed its format") -> StoreSyncError {
+        StoreSyncError(.malformedPage, "malformed page: \(reason)", place: .url(url), remedy: remedy)
+    }
+
+    /// A page of a local file could not be understood; `line`/`column` where known.
+    public static func malformedFile(path: String, line: Int?, column: Int? = nil, reason: String) -> StoreSyncError {
+        StoreSyncError(.malformedPage, "malformed row: \(reason)", place: .file(path: path, line: line, column: column),
+                       remedy: "Fix the file at that line; nothing from this page was stored and nothing was removed")
+    }
+
+    /// A local input (a records file) could not be read.
+    public static func inputUnreadable(path: String, reason: String,
+                                       remedy: String = "Check that the file exists and is readable; the scope is marked incomplete, so nothing is removed")
+        -> StoreSyncError {
+        StoreSyncError(.inputUnreadable, "cannot read: \(reason)", place: .file(path: path), remedy: remedy)
+    }
+
+    /// The server refused us (rate limit) for longer than we were willing to wait.
+    public static func throttled(url: String, host: String, retryAfterSeconds: Double?) -> StoreSyncError {
+        let wait = retryAfterSeconds.map { " (the server asked to wait \(Int($0)) s)" } ?? ""
+        var error = StoreSyncError(.throttled, "rate-limited by the server\(wait)", place: .url(url),
+                                   remedy: "Lower http.requestsPerMinute for \(host) in the job file; the next run fetches this scope again")
+        error.retryAfterSeconds = retryAfterSeconds
+        return error
+    }
+
+    /// The snapshot store failed.
+    public static func storage(path: String, reason: String, remedy: String? = nil,
+                               cause: (any Error & Sendable)? = nil) -> StoreSyncError {
+        StoreSyncError(.storage, reason, place: .store(path), remedy: remedy, cause: cause)
+    }
+
+    /// Another run holds the store's lock.
+    public static func locked(store: String, holder: String) -> StoreSyncError {
+        // The store leads the sentence: this is what a cron mail shows, so it reads as one.
+        var error = StoreSyncError(.locked, "another run is using \(store) (\(holder)); it was left alone",
+                                   remedy: "Try again when it has finished (`storesync status` shows it)")
+        error.holder = holder
+        return error
+    }
+
+    /// An export could not be written; the previous file is intact.
+    public static func exportFailed(path: String, reason: String, remedy: String = "The previous file was left intact",
+                                    cause: (any Error & Sendable)? = nil) -> StoreSyncError {
+        StoreSyncError(.exportFailed, "export failed: \(reason)", place: .export(path: path), remedy: remedy, cause: cause)
     }
 }

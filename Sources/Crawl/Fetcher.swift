@@ -112,7 +112,7 @@ public final class Fetcher: Sendable {
                     // this caller still wants the page, so it asks again itself.
                     continue
                 case nil:
-                    throw .fetchFailed(url: url.absoluteString, reason: "cancelled")
+                    throw .fetchFailed(url: url.absoluteString, reason: "cancelled", remedy: "The run was stopped; the next run fetches it again")
                 }
             case .lead(let flight):
                 let result = await fetchFromNetwork(url, headers: headers)
@@ -148,7 +148,7 @@ public final class Fetcher: Sendable {
             do {
                 try await limiter.acquire(host: host)
             } catch {
-                return .failure(.fetchFailed(url: url.absoluteString, reason: "cancelled"))
+                return .failure(.fetchFailed(url: url.absoluteString, reason: "cancelled", remedy: "The run was stopped; the next run fetches it again"))
             }
             state.withLock { $0.stats.requests += 1 }
             RequestTally.current?.add()
@@ -175,7 +175,7 @@ public final class Fetcher: Sendable {
                 if throttled { state.withLock { $0.stats.throttled += 1 } }
                 guard attempt < settings.maxAttempts else {
                     state.withLock { $0.stats.failures += 1 }
-                    if throttled { return .failure(.throttled(url: url.absoluteString, retryAfterSeconds: retryAfter)) }
+                    if throttled { return .failure(.throttled(url: url.absoluteString, host: host, retryAfterSeconds: retryAfter)) }
                     return .failure(.fetchFailed(
                         url: url.absoluteString, reason: "\(reason) (gave up after \(attempt) attempts)"))
                 }
@@ -189,7 +189,7 @@ public final class Fetcher: Sendable {
                 do {
                     try await clock.sleep(seconds: delay)
                 } catch {
-                    return .failure(.fetchFailed(url: url.absoluteString, reason: "cancelled"))
+                    return .failure(.fetchFailed(url: url.absoluteString, reason: "cancelled", remedy: "The run was stopped; the next run fetches it again"))
                 }
             }
         }

@@ -68,46 +68,197 @@ public enum ScopeOutcome: Sendable {
     case capped(pages: Int)
     /// A page failed: pages before it are stored, nothing may be removed.
     case failed(pages: Int, error: StoreSyncError)
+    /// The scope's resource answered 404/410 where that is a normal answer (a
+    /// feed taken down): what it stored before is kept, nothing is removed.
+    case gone(url: String, status: Int)
 
     public var isComplete: Bool {
         if case .complete = self { return true }
         return false
     }
+
+    /// The state a scope is left in by this outcome.
+    public var state: ScopeState {
+        switch self {
+        case .complete: .complete
+        case .capped: .capped
+        case .failed: .failed
+        case .gone: .gone
+        }
+    }
 }
 
-/// Walks a scope page by page, handing each decoded page to `onPage` before
-/// fetching the next, so a page is stored (with its checkpoint) before the
-/// crawl goes on and a killed run resumes after it.
+/// The life of one scope's crawl as a pure state machine: it says what to do
+/// next (fetch page n, or finish with an outcome) and is told what happened,
+/// doing no I/O itself, so every transition is tested without a network and
+/// production and tests walk scopes through the very same rules.
+public struct ScopeWalk: Sendable {
+    /// What the walker should do next.
+    public enum Action: Sendable {
+        /// Fetch (and decode) the zero-based page `index`.
+        case fetch(index: Int)
+        /// The scope is over.
+        case finish(ScopeOutcome)
+    }
+
+    /// Where the walk stands.
+    public enum State: Sendable {
+        /// Ready to ask for page `next`; `pages` were stored in this walk.
+        case ready(next: Int, pages: Int)
+        /// Page `index` was asked for and has not been answered.
+        case awaitingPage(index: Int, pages: Int)
+        /// Page `index` arrived and is being stored; `after` is what follows once it is.
+        case storing(index: Int, pages: Int, after: AfterStore)
+        case finished(ScopeOutcome)
+    }
+
+    /// What a stored page leads to.
+    public enum AfterStore: Sendable {
+        case nextPage
+        case finish(ScopeOutcome)
+    }
+
+    public let pagination: Pagination
+    /// A 404/410 ends the scope `gone` instead of failing it.
+    public let toleratesGone: Bool
+    public private(set) var state: State
+
+    public init(pagination: Pagination, startPage: Int = 0, toleratesGone: Bool = false) {
+        self.pagination = pagination
+        self.toleratesGone = toleratesGone
+        self.state = .ready(next: startPage, pages: 0)
+    }
+
+    /// The next step. Call it to start, and after ``pageStored()``.
+    public mutating func next() -> Action {
+        switch state {
+        case .ready(let index, let pages):
+            if pagination.isCapped(atPage: index) {
+                return finish(.capped(pages: pages))
+            }
+            state = .awaitingPage(index: index, pages: pages)
+            return .fetch(index: index)
+        case .finished(let outcome):
+            return .finish(outcome)
+        case .awaitingPage(let index, _), .storing(let index, _, _):
+            preconditionFailure("ScopeWalk.next() while page \(index) is still in progress")
+        }
+    }
+
+    /// Page `index` arrived with `rowCount` rows and the server's `hasNext`.
+    /// Returns whether it is the scope's last page: a last page is stored
+    /// together with the scope's completion, so a kill right after it never
+    /// fetches past the end.
+    @discardableResult
+    public mutating func pageArrived(rowCount: Int, hasNext: Bool?, url: String) -> Bool {
+        guard case .awaitingPage(let index, let pages) = state else {
+            preconditionFailure("ScopeWalk.pageArrived without a page asked for")
+        }
+        let after: AfterStore
+        if rowCount == 0 && hasNext == true {
+            // Claiming more after an empty page is a server fault; ending here
+            // as "complete" would turn every later record into a removal.
+            after = .finish(.failed(pages: pages + 1, error: .malformedPage(
+                url: url, reason: "empty page that says it has a next page")))
+        } else if pagination.continues(afterRows: rowCount, hasNext: hasNext) {
+            after = .nextPage
+        } else {
+            after = .finish(.complete(pages: pages + 1))
+        }
+        state = .storing(index: index, pages: pages, after: after)
+        if case .finish(.complete) = after { return true }
+        return false
+    }
+
+    /// The page that arrived is stored; returns the next step.
+    public mutating func pageStored() -> Action {
+        guard case .storing(let index, let pages, let after) = state else {
+            preconditionFailure("ScopeWalk.pageStored without a page arrived")
+        }
+        switch after {
+        case .nextPage:
+            state = .ready(next: index + 1, pages: pages + 1)
+            return next()
+        case .finish(let outcome):
+            return finish(outcome)
+        }
+    }
+
+    /// Fetching, decoding or storing the current page failed.
+    public mutating func pageFailed(_ error: StoreSyncError) -> ScopeOutcome {
+        let pages: Int
+        switch state {
+        case .awaitingPage(_, let done), .storing(_, let done, _), .ready(_, let done): pages = done
+        case .finished(let outcome): return outcome
+        }
+        if error.code == .gone, toleratesGone, let status = error.httpStatus {
+            return finishOutcome(.gone(url: error.location, status: status))
+        }
+        return finishOutcome(.failed(pages: pages, error: error))
+    }
+
+    private mutating func finish(_ outcome: ScopeOutcome) -> Action {
+        .finish(finishOutcome(outcome))
+    }
+
+    private mutating func finishOutcome(_ outcome: ScopeOutcome) -> ScopeOutcome {
+        state = .finished(outcome)
+        return outcome
+    }
+}
+
+/// Walks a scope page by page through ``ScopeWalk``, handing each page to
+/// `onPage` before fetching the next, so a page is stored (with its
+/// checkpoint) before the crawl goes on and a killed run resumes after it.
+/// The runner crawls every scope through here.
 public enum PageWalker {
+    /// Walks pages of any shape: `fetch` returns a page (decoded, or known
+    /// unchanged), `shape` reads its row count and "has next" flag, and
+    /// `onPage` stores it, told whether it is the scope's last page.
+    public static func walk<Page: Sendable>(
+        pagination: Pagination,
+        startPage: Int = 0,
+        toleratesGone: Bool = false,
+        fetch: (Int) async throws(StoreSyncError) -> (page: Page, url: String),
+        shape: (Page) -> (rowCount: Int, hasNext: Bool?),
+        onPage: (_ index: Int, _ page: Page, _ isLast: Bool) async throws(StoreSyncError) -> Void
+    ) async -> ScopeOutcome {
+        var walk = ScopeWalk(pagination: pagination, startPage: startPage, toleratesGone: toleratesGone)
+        var action = walk.next()
+        while true {
+            switch action {
+            case .finish(let outcome):
+                return outcome
+            case .fetch(let index):
+                do {
+                    let (page, url) = try await fetch(index)
+                    let (rowCount, hasNext) = shape(page)
+                    let isLast = walk.pageArrived(rowCount: rowCount, hasNext: hasNext, url: url)
+                    try await onPage(index, page, isLast)
+                    action = walk.pageStored()
+                } catch {
+                    return walk.pageFailed(error)
+                }
+            }
+        }
+    }
+
+    /// Walks raw responses through `decode`.
     public static func walk<Item: Sendable>(
         pagination: Pagination,
         startPage: Int = 0,
+        toleratesGone: Bool = false,
         fetch: (Int) async throws(StoreSyncError) -> HTTPResponse,
         decode: (HTTPResponse) throws(StoreSyncError) -> DecodedPage<Item>,
         onPage: (Int, HTTPResponse, DecodedPage<Item>) async throws(StoreSyncError) -> Void
     ) async -> ScopeOutcome {
-        var index = startPage
-        var pages = 0
-        while true {
-            if pagination.isCapped(atPage: index) { return .capped(pages: pages) }
-            let page: DecodedPage<Item>
-            let response: HTTPResponse
-            do {
-                response = try await fetch(index)
-                page = try decode(response)
-                try await onPage(index, response, page)
-            } catch {
-                return .failed(pages: pages, error: error)
-            }
-            pages += 1
-            if page.rowCount == 0, page.hasNext == true {
-                // Claiming more after an empty page is a server fault; ending
-                // here as "complete" would turn every later record into a removal.
-                return .failed(pages: pages, error: .malformedPage(
-                    url: response.url.absoluteString, reason: "empty page that says it has a next page"))
-            }
-            if !pagination.continues(afterRows: page.rowCount, hasNext: page.hasNext) { return .complete(pages: pages) }
-            index += 1
-        }
+        await walk(
+            pagination: pagination, startPage: startPage, toleratesGone: toleratesGone,
+            fetch: { index throws(StoreSyncError) in
+                let response = try await fetch(index)
+                return ((response, try decode(response)), response.url.absoluteString)
+            },
+            shape: { ($0.1.rowCount, $0.1.hasNext) },
+            onPage: { index, page, _ throws(StoreSyncError) in try await onPage(index, page.0, page.1) })
     }
 }

@@ -1,13 +1,28 @@
 import Catalog
+import Connectors
 import Foundation
-import StoreSim
 import Yams
+
+/// What a job file may hold beyond the built-in rules.
+public struct JobFileRules: Sendable {
+    /// The source kinds a `kind:` may name.
+    public var registry: SourceRegistry
+    /// Checks the `simulator.faults` entries, returning a message for the
+    /// first one that is not understood; nil leaves them to be checked when
+    /// the simulator starts (the loader does not know the simulator).
+    public var checkFaults: (@Sendable ([String]) -> String?)?
+
+    public init(registry: SourceRegistry = .standard, checkFaults: (@Sendable ([String]) -> String?)? = nil) {
+        self.registry = registry
+        self.checkFaults = checkFaults
+    }
+}
 
 /// Reads `jobs/*.yml` into a ``JobSpec``, reporting every problem at once
 /// with its file, line and key path, so one `validate` fixes a whole file.
 public enum JobLoader {
     /// Loads and validates the job file at `path`.
-    public static func load(path: String) throws(StoreSyncError) -> JobSpec {
+    public static func load(path: String, rules: JobFileRules = JobFileRules()) throws(StoreSyncError) -> JobSpec {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -16,11 +31,12 @@ public enum JobLoader {
                                                                 message: "cannot read the file: \(error.localizedDescription)")])
         }
         let directory = (URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent().path)
-        return try parse(yaml: text, file: path, baseDirectory: directory)
+        return try parse(yaml: text, file: path, baseDirectory: directory, rules: rules)
     }
 
     /// Parses job YAML; relative paths resolve against `baseDirectory`.
-    public static func parse(yaml: String, file: String, baseDirectory: String) throws(StoreSyncError) -> JobSpec {
+    public static func parse(yaml: String, file: String, baseDirectory: String,
+                             rules: JobFileRules = JobFileRules()) throws(StoreSyncError) -> JobSpec {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
@@ -29,12 +45,12 @@ public enum JobLoader {
         } catch {
             throw .invalidJob(file: file, issues: [JobFileIssue(file: file, line: nil, column: nil, keyPath: "", message: "\(error)")])
         }
-        var reader = NodeReader(file: file)
-        guard let root, let top = reader.mapping(root, path: "") else {
+        var reader = SettingsReader(file: file, baseDirectory: baseDirectory)
+        guard let root, let top = reader.mapping(jobNode(root), path: "") else {
             if root == nil { reader.issue(nil, "", "the file is empty: a job needs at least name, store, output and sources") }
             throw .invalidJob(file: file, issues: reader.issues)
         }
-        let job = reader.job(top, baseDirectory: baseDirectory)
+        let job = reader.job(top, rules: rules)
         if !reader.issues.isEmpty || job == nil {
             throw .invalidJob(file: file, issues: reader.issues)
         }
@@ -49,130 +65,27 @@ public enum JobLoader {
             return JobFileIssue(file: file, line: nil, column: nil, keyPath: "", message: "YAML: \(error)")
         }
     }
+
+    /// The YAML tree as the format-free nodes every module reads its settings from.
+    static func jobNode(_ node: Node) -> JobNode {
+        let value: JobNode.Value
+        switch node {
+        case .scalar(let scalar):
+            value = .scalar(JobNode.Scalar(text: scalar.string, isNull: node.null != nil, int: node.int,
+                                           double: node.float, bool: node.bool))
+        case .sequence(let sequence):
+            value = .sequence(sequence.map(jobNode))
+        case .mapping(let mapping):
+            value = .mapping(mapping.map { (key: jobNode($0.key), value: jobNode($0.value)) })
+        case .alias:
+            value = .scalar(JobNode.Scalar(text: "", isNull: true))
+        }
+        return JobNode(value, line: node.mark?.line, column: node.mark?.column)
+    }
 }
 
-/// Walks the YAML node tree, typing values and collecting issues.
-struct NodeReader {
-    let file: String
-    var issues: [JobFileIssue] = []
-
-    init(file: String) { self.file = file }
-
-    mutating func issue(_ node: Node?, _ path: String, _ message: String) {
-        issues.append(JobFileIssue(file: file, line: node?.mark?.line, column: node?.mark?.column, keyPath: path, message: message))
-    }
-
-    /// A mapping as ordered (key, key node, value node) triples.
-    typealias Fields = [(key: String, keyNode: Node, value: Node)]
-
-    mutating func mapping(_ node: Node, path: String) -> Fields? {
-        guard let mapping = node.mapping else {
-            issue(node, path, "expected a mapping of keys to values")
-            return nil
-        }
-        return mapping.map { (key: $0.key.string ?? "", keyNode: $0.key, value: $0.value) }
-    }
-
-    /// Flags keys not in `allowed` (a typo would otherwise be silently ignored).
-    mutating func checkKeys(_ fields: Fields, path: String, allowed: [String]) {
-        var seen = Set<String>()
-        for field in fields {
-            if !seen.insert(field.key).inserted {
-                issue(field.keyNode, join(path, field.key), "duplicate key")
-            }
-            if !allowed.contains(field.key) {
-                let hint = allowed.min { distance($0, field.key) < distance($1, field.key) }
-                    .flatMap { distance($0, field.key) <= 3 ? " (did you mean '\($0)'?)" : nil } ?? ""
-                issue(field.keyNode, join(path, field.key), "unknown key\(hint); allowed here: \(allowed.joined(separator: ", "))")
-            }
-        }
-    }
-
-    func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
-
-    func value(_ fields: Fields, _ key: String) -> Node? { fields.first { $0.key == key }?.value }
-
-    /// Where a missing key belongs: the first key of its mapping.
-    func anchor(_ fields: Fields) -> Node? { fields.first?.keyNode }
-
-    mutating func string(_ fields: Fields, _ key: String, path: String, required: Bool = false) -> String? {
-        guard let node = value(fields, key) else {
-            if required { issue(anchor(fields), join(path, key), "is required") }
-            return nil
-        }
-        guard let scalar = node.scalar, node.null == nil else {
-            issue(node, join(path, key), "expected a text value")
-            return nil
-        }
-        if required && scalar.string.trimmingCharacters(in: .whitespaces).isEmpty {
-            issue(node, join(path, key), "must not be empty")
-            return nil
-        }
-        return scalar.string
-    }
-
-    mutating func int(_ fields: Fields, _ key: String, path: String, range: ClosedRange<Int>) -> Int? {
-        guard let node = value(fields, key) else { return nil }
-        guard let number = node.int else {
-            issue(node, join(path, key), "expected a whole number")
-            return nil
-        }
-        guard range.contains(number) else {
-            issue(node, join(path, key), "must be between \(range.lowerBound) and \(range.upperBound), got \(number)")
-            return nil
-        }
-        return number
-    }
-
-    mutating func double(_ fields: Fields, _ key: String, path: String, range: ClosedRange<Double>) -> Double? {
-        guard let node = value(fields, key) else { return nil }
-        guard let number = node.float ?? node.int.map(Double.init) else {
-            issue(node, join(path, key), "expected a number")
-            return nil
-        }
-        guard range.contains(number) else {
-            issue(node, join(path, key), "must be between \(range.lowerBound) and \(range.upperBound), got \(number)")
-            return nil
-        }
-        return number
-    }
-
-    mutating func bool(_ fields: Fields, _ key: String, path: String) -> Bool? {
-        guard let node = value(fields, key) else { return nil }
-        guard let flag = node.bool else {
-            issue(node, join(path, key), "expected true or false")
-            return nil
-        }
-        return flag
-    }
-
-    mutating func strings(_ fields: Fields, _ key: String, path: String) -> [String]? {
-        guard let node = value(fields, key) else { return nil }
-        if let scalar = node.scalar { return [scalar.string] }
-        guard let sequence = node.sequence else {
-            issue(node, join(path, key), "expected a list of text values")
-            return nil
-        }
-        var out: [String] = []
-        for (n, element) in sequence.enumerated() {
-            guard let s = element.scalar?.string, !s.isEmpty else {
-                issue(element, "\(join(path, key))[\(n)]", "expected a non-empty text value")
-                continue
-            }
-            out.append(s)
-        }
-        return out
-    }
-
-    mutating func url(_ fields: Fields, _ key: String, path: String) -> URL? {
-        guard let text = string(fields, key, path: path) else { return nil }
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
-            issue(value(fields, key), join(path, key), "expected an http(s) URL such as https://itunes.apple.com, got '\(text)'")
-            return nil
-        }
-        return url
-    }
-
+/// The job's own keys; each source kind reads its settings itself.
+extension SettingsReader {
     /// A path inside the output folder: relative, no `..`.
     mutating func relativePath(_ fields: Fields, _ key: String, path: String, default fallback: String?) -> String? {
         guard let text = string(fields, key, path: path) ?? fallback else {
@@ -187,42 +100,21 @@ struct NodeReader {
         return text
     }
 
-    func resolve(_ path: String, against base: String) -> String {
-        let expanded = (path as NSString).expandingTildeInPath
-        if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL.path }
-        return URL(fileURLWithPath: base).appendingPathComponent(expanded).standardizedFileURL.path
-    }
-
-    func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.lowercased()), b = Array(b.lowercased())
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
-    }
-
     // MARK: The job
 
-    mutating func job(_ top: Fields, baseDirectory: String) -> JobSpec? {
+    mutating func job(_ top: Fields, rules: JobFileRules) -> JobSpec? {
         checkKeys(top, path: "", allowed: ["name", "store", "output", "simulator", "http", "sources", "exports"])
         let name = string(top, "name", path: "", required: true)
         if let name, name.contains("/") { issue(value(top, "name"), "name", "must not contain '/'") }
         let store = string(top, "store", path: "", required: true)
         let output = string(top, "output", path: "", required: true)
-        let simulator = value(top, "simulator").flatMap { simulatorSpec($0) }
+        let simulator = value(top, "simulator").flatMap { simulatorSpec($0, checkFaults: rules.checkFaults) }
         let http = value(top, "http").flatMap { httpSettings($0) } ?? HTTPSettings()
         var sources: [SourceSpec] = []
         if let node = value(top, "sources") {
             if let sequence = node.sequence, !sequence.isEmpty {
                 for (n, element) in sequence.enumerated() {
-                    if let source = sourceSpec(element, path: "sources[\(n)]", baseDirectory: baseDirectory) { sources.append(source) }
+                    if let source = sourceSpec(element, path: "sources[\(n)]", registry: rules.registry) { sources.append(source) }
                 }
                 var names = Set<String>()
                 for (n, source) in sources.enumerated() {
@@ -255,12 +147,11 @@ struct NodeReader {
         }
         guard let name, let store, let output else { return nil }
         return JobSpec(
-            name: name, file: file, storePath: resolve(store, against: baseDirectory),
-            outputDirectory: resolve(output, against: baseDirectory), simulator: simulator, http: http,
+            name: name, file: file, storePath: resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
             sources: sources, exports: exports)
     }
 
-    mutating func simulatorSpec(_ node: Node) -> SimulatorSpec? {
+    mutating func simulatorSpec(_ node: JobNode, checkFaults: (@Sendable ([String]) -> String?)?) -> SimulatorSpec? {
         guard let fields = mapping(node, path: "simulator") else { return nil }
         checkKeys(fields, path: "simulator", allowed: ["seed", "podcasts", "products", "changed", "added", "removed", "faults"])
         var spec = SimulatorSpec()
@@ -271,17 +162,16 @@ struct NodeReader {
         if let f = double(fields, "added", path: "simulator", range: 0...1) { spec.added = f }
         if let f = double(fields, "removed", path: "simulator", range: 0...1) { spec.removed = f }
         if let faults = strings(fields, "faults", path: "simulator") {
-            do {
-                _ = try FaultPlan.parse(faults)
+            if let problem = checkFaults?(faults) {
+                issue(value(fields, "faults"), "simulator.faults", problem)
+            } else {
                 spec.faults = faults
-            } catch {
-                issue(value(fields, "faults"), "simulator.faults", "\(error)")
             }
         }
         return spec
     }
 
-    mutating func httpSettings(_ node: Node) -> HTTPSettings? {
+    mutating func httpSettings(_ node: JobNode) -> HTTPSettings? {
         guard let fields = mapping(node, path: "http") else { return nil }
         checkKeys(fields, path: "http", allowed: ["timeoutSeconds", "userAgent", "maxAttempts", "requestsPerMinute",
                                                   "defaultRequestsPerMinute", "backoffBaseSeconds", "backoffMaxSeconds",
@@ -309,73 +199,17 @@ struct NodeReader {
         return settings
     }
 
-    static let sourceKeys: [SourceKind: [String]] = [
-        .itunesGenres: ["roots", "country"],
-        .itunesCharts: ["format", "charts", "country", "countries", "limit", "genresFrom", "genres", "includeAllGenres"],
-        .itunesSearch: ["terms", "media", "entity", "country", "countries", "pageSize", "maxResults"],
-        .itunesLookup: ["from", "entities", "select", "lookupEntity", "batchSize", "limit", "country"],
-        .marketplace: ["itemsPerPage", "maxPages", "detail"],
-        .podcastFeed: ["from", "select", "podcasts", "maxFeeds"],
-        .recordsFile: ["path", "format", "keyField", "entity", "pageSize"],
-    ]
-    static let searchMedia = ["movie", "podcast", "music", "musicVideo", "audiobook", "shortFilm", "tvShow", "software", "ebook", "all"]
-
-    static let genreRoots = [26: "Podcasts", 34: "Music", 33: "Movies", 36: "Apps"]
-
-    mutating func countries(_ fields: Fields, path: String) -> [String]? {
-        guard let countries = strings(fields, "countries", path: path) ?? strings(fields, "country", path: path) else { return nil }
-        for country in countries where country.count != 2 || !country.allSatisfy(\.isLetter) {
-            issue(value(fields, "countries") ?? value(fields, "country"), join(path, "countries"),
-                  "'\(country)' is not an ISO 3166 two-letter country code")
-        }
-        return countries.map { $0.lowercased() }
-    }
-
-    mutating func ints(_ fields: Fields, _ key: String, path: String, range: ClosedRange<Int>) -> [Int]? {
-        guard let texts = strings(fields, key, path: path) else { return nil }
-        var out: [Int] = []
-        for (n, text) in texts.enumerated() {
-            guard let number = Int(text), range.contains(number) else {
-                issue(value(fields, key), "\(join(path, key))[\(n)]", "expected a whole number in \(range.lowerBound)...\(range.upperBound), got '\(text)'")
-                continue
-            }
-            out.append(number)
-        }
-        return out
-    }
-
-    mutating func entityKinds(_ fields: Fields, _ key: String, path: String) -> [EntityKind]? {
-        guard let texts = strings(fields, key, path: path) else { return nil }
-        var out: [EntityKind] = []
-        for text in texts {
-            if let kind = EntityKind(rawValue: text) { out.append(kind) } else {
-                issue(value(fields, key), join(path, key),
-                      "unknown entity '\(text)'; one of \(EntityKind.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-        }
-        return out
-    }
-
-    mutating func selection(_ fields: Fields, path: String) -> InputSelection? {
-        guard let text = string(fields, "select", path: path) else { return nil }
-        guard let selection = InputSelection(rawValue: text) else {
-            issue(value(fields, "select"), join(path, "select"),
-                  "expected \(InputSelection.allCases.map(\.rawValue).joined(separator: " or ")), got '\(text)'")
-            return nil
-        }
-        return selection
-    }
-
-    mutating func sourceSpec(_ node: Node, path: String, baseDirectory: String) -> SourceSpec? {
+    mutating func sourceSpec(_ node: JobNode, path: String, registry: SourceRegistry) -> SourceSpec? {
         guard let fields = mapping(node, path: path) else { return nil }
         let name = string(fields, "name", path: path, required: true)
-        guard let kindText = string(fields, "kind", path: path, required: true) else { return nil }
-        guard let kind = SourceKind(rawValue: kindText) else {
+        guard let kindName = string(fields, "kind", path: path, required: true) else { return nil }
+        guard let kind = registry.kind(named: kindName) else {
+            let hint = Self.suggestion(for: kindName, among: registry.names).map { " (did you mean '\($0)'?)" } ?? ""
             issue(value(fields, "kind"), join(path, "kind"),
-                  "unknown source kind '\(kindText)'; known kinds: \(SourceKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                  "unknown source kind '\(kindName)'\(hint); known kinds: \(registry.names.joined(separator: ", "))")
             return nil
         }
-        checkKeys(fields, path: path, allowed: ["name", "kind", "baseURL", "removal"] + (Self.sourceKeys[kind] ?? []))
+        checkKeys(fields, path: path, allowed: ["name", "kind", "baseURL", "removal"] + kind.settingKeys)
         let baseURL = url(fields, "baseURL", path: path)
         var removal = RemovalPolicy()
         if let removalNode = value(fields, "removal"), let r = mapping(removalNode, path: join(path, "removal")) {
@@ -383,112 +217,8 @@ struct NodeReader {
             if let n = int(r, "afterMisses", path: join(path, "removal"), range: 1...1000) { removal.afterMisses = n }
             if let f = double(r, "maxRatio", path: join(path, "removal"), range: 0...1) { removal.maxRatio = f }
         }
-        let settings: SourceSettings
-        switch kind {
-        case .itunesSearch:
-            let terms = strings(fields, "terms", path: path) ?? []
-            if terms.isEmpty { issue(value(fields, "terms") ?? anchor(fields), join(path, "terms"), "is required: a list of search terms") }
-            var search = ITunesSearchSettings(terms: terms)
-            if let media = string(fields, "media", path: path) {
-                if Self.searchMedia.contains(media) { search.media = media } else {
-                    issue(value(fields, "media"), join(path, "media"), "unknown media '\(media)'; one of \(Self.searchMedia.joined(separator: ", "))")
-                }
-            }
-            search.entity = string(fields, "entity", path: path)
-            if let countries = countries(fields, path: path) { search.countries = countries }
-            if let n = int(fields, "pageSize", path: path, range: 1...200) { search.pageSize = n }
-            if let n = int(fields, "maxResults", path: path, range: 1...1_000_000) { search.maxResults = n }
-            settings = .itunesSearch(search)
-        case .marketplace:
-            var market = MarketplaceSettings()
-            if let n = int(fields, "itemsPerPage", path: path, range: 1...1000) { market.itemsPerPage = n }
-            if let n = int(fields, "maxPages", path: path, range: 1...1_000_000) { market.maxPages = n }
-            if let flag = bool(fields, "detail", path: path) { market.detail = flag }
-            settings = .marketplace(market)
-        case .itunesGenres:
-            var genres = ITunesGenresSettings()
-            if let roots = ints(fields, "roots", path: path, range: 1...Int(Int32.max)) {
-                for (n, root) in roots.enumerated() where !Self.genreRoots.keys.contains(root) {
-                    issue(value(fields, "roots"), "\(join(path, "roots"))[\(n)]",
-                          "\(root) is not a genre root; roots are \(Self.genreRoots.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
-                }
-                genres.roots = roots
-            }
-            genres.country = countries(fields, path: path)?.first
-            settings = .itunesGenres(genres)
-        case .itunesCharts:
-            var charts = ITunesChartsSettings()
-            if let format = string(fields, "format", path: path) {
-                if let f = ChartFeedFormat(rawValue: format) { charts.format = f } else {
-                    issue(value(fields, "format"), join(path, "format"),
-                          "unknown chart format '\(format)'; one of \(ChartFeedFormat.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-            }
-            if let names = strings(fields, "charts", path: path) {
-                for (n, chart) in names.enumerated() {
-                    let parts = chart.split(separator: "/", omittingEmptySubsequences: false)
-                    let valid = charts.format == .v2
-                        ? parts.count == 3 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } }
-                        : !chart.isEmpty && chart.allSatisfy { $0.isLetter || $0.isNumber }
-                    if !valid {
-                        issue(value(fields, "charts"), "\(join(path, "charts"))[\(n)]", charts.format == .v2
-                              ? "a v2 chart is media/chart/type, e.g. music/most-played/albums; got '\(chart)'"
-                              : "a legacy chart is a name such as toppodcasts or topsongs; got '\(chart)'")
-                    }
-                }
-                charts.charts = names
-            }
-            if let countries = countries(fields, path: path) { charts.countries = countries }
-            if let n = int(fields, "limit", path: path, range: 1...(charts.format == .v2 ? 100 : 200)) { charts.limit = n }
-            charts.genresFrom = string(fields, "genresFrom", path: path)
-            if let genres = ints(fields, "genres", path: path, range: 1...Int(Int32.max)) { charts.genres = genres }
-            if let flag = bool(fields, "includeAllGenres", path: path) { charts.includeAllGenres = flag }
-            if charts.format == .v2, charts.genresFrom != nil || !charts.genres.isEmpty {
-                issue(value(fields, "genresFrom") ?? value(fields, "genres"), path,
-                      "v2 charts have no genres: remove genresFrom/genres or use format: legacy")
-            }
-            settings = .itunesCharts(charts)
-        case .itunesLookup:
-            let from = string(fields, "from", path: path, required: true) ?? ""
-            var lookup = ITunesLookupSettings(from: from)
-            if let entities = entityKinds(fields, "entities", path: path) { lookup.entities = entities }
-            if let select = selection(fields, path: path) { lookup.select = select }
-            lookup.lookupEntity = string(fields, "lookupEntity", path: path)
-            if let n = int(fields, "batchSize", path: path, range: 1...200) { lookup.batchSize = n }
-            if let n = int(fields, "limit", path: path, range: 1...200) { lookup.limit = n }
-            lookup.country = countries(fields, path: path)?.first
-            settings = .itunesLookup(lookup)
-        case .podcastFeed:
-            let from = string(fields, "from", path: path, required: true) ?? ""
-            var feeds = PodcastFeedSettings(from: from)
-            if let select = selection(fields, path: path) { feeds.select = select }
-            if let podcasts = strings(fields, "podcasts", path: path) { feeds.podcasts = podcasts }
-            feeds.maxFeeds = int(fields, "maxFeeds", path: path, range: 1...10_000_000)
-            settings = .podcastFeed(feeds)
-        case .recordsFile:
-            let file = string(fields, "path", path: path, required: true) ?? ""
-            var records = RecordsFileSettings(path: resolve(file, against: baseDirectory))
-            if let format = string(fields, "format", path: path) {
-                if let f = RecordsFileFormat(rawValue: format) { records.format = f } else {
-                    issue(value(fields, "format"), join(path, "format"),
-                          "unknown records format '\(format)'; one of \(RecordsFileFormat.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-            } else if !file.isEmpty {
-                switch (file as NSString).pathExtension.lowercased() {
-                case "jsonl", "ndjson": records.format = .jsonLines
-                case "csv": records.format = .csv
-                default:
-                    issue(value(fields, "path"), join(path, "path"),
-                          "cannot tell the format from '\(file)': name it .jsonl or .csv, or set format: jsonl|csv")
-                }
-            }
-            if let key = string(fields, "keyField", path: path) { records.keyField = key }
-            if let entities = entityKinds(fields, "entity", path: path), let entity = entities.first { records.entity = entity }
-            if let n = int(fields, "pageSize", path: path, range: 1...1_000_000) { records.pageSize = n }
-            settings = .recordsFile(records)
-        }
-        guard let name else { return nil }
-        return SourceSpec(name: name, kind: kind, baseURL: baseURL, removal: removal, settings: settings)
+        guard let settings = kind.read(fields, path: path, reader: &self), let name else { return nil }
+        return SourceSpec(name: name, baseURL: baseURL, removal: removal, settings: settings)
     }
 
     static let exportKinds = ["sqlite", "csv", "changes-csv", "feed", "opml", "run-report", "metrics"]
@@ -524,7 +254,7 @@ struct NodeReader {
         return options
     }
 
-    mutating func exportSpec(_ node: Node, path: String) -> ExportSpec? {
+    mutating func exportSpec(_ node: JobNode, path: String) -> ExportSpec? {
         guard let fields = mapping(node, path: path) else { return nil }
         guard let kind = string(fields, "kind", path: path, required: true) else { return nil }
         switch kind {

@@ -18,7 +18,7 @@ public struct JobStatus: Sendable {
         do {
             _ = try RunLock(storePath: job.storePath)
         } catch {
-            if case .locked(_, let holder) = error { status.lockedBy = holder }
+            if error.code == .locked { status.lockedBy = error.holder }
         }
         guard FileManager.default.fileExists(atPath: job.storePath) else { return status }
         let store = try SnapshotStore(path: job.storePath)

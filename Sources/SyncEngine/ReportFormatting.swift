@@ -17,7 +17,7 @@ extension RunReport {
         var rows = [header]
         for source in sources {
             let c = source.counts
-            rows.append([source.name, source.kind.rawValue, "\(c.pages)", "\(c.requests)", "\(c.added)", "\(c.changed)",
+            rows.append([source.name, source.kind, "\(c.pages)", "\(c.requests)", "\(c.added)", "\(c.changed)",
                          "\(c.unchanged)", "\(c.removed)", String(format: "%.2f", c.seconds)])
         }
         lines += Self.table(rows)

@@ -5,7 +5,6 @@ import Export
 import Foundation
 import Logging
 import Snapshot
-import StoreSim
 
 /// How a run ended, and the exit code the CLI gives it.
 public enum RunOutcome: String, Sendable {
@@ -22,7 +21,8 @@ public enum RunOutcome: String, Sendable {
 /// What a run did, per source.
 public struct SourceReport: Sendable {
     public var name: String
-    public var kind: SourceKind
+    /// The source's kind, as the job file names it.
+    public var kind: String
     public var counts: SourceCounts
     public var scopesTotal: Int
     public var scopesComplete: Int
@@ -60,17 +60,13 @@ public struct RunReport: Sendable {
 public struct RunOptions: Sendable {
     /// Crawl this simulated night instead of the next one.
     public var night: Int?
-    /// The wall-clock time the run is stamped with.
-    public var now: @Sendable () -> Date
     /// Crawl and diff against a copy of the store; write no file, change nothing.
     public var dryRun: Bool
     /// Told about every stored page and finished scope.
     public var progress: (@Sendable (RunProgress) -> Void)?
 
-    public init(night: Int? = nil, now: @escaping @Sendable () -> Date = { Date() }, dryRun: Bool = false,
-                progress: (@Sendable (RunProgress) -> Void)? = nil) {
+    public init(night: Int? = nil, dryRun: Bool = false, progress: (@Sendable (RunProgress) -> Void)? = nil) {
         self.night = night
-        self.now = now
         self.dryRun = dryRun
         self.progress = progress
     }
@@ -82,17 +78,13 @@ public struct RunOptions: Sendable {
 /// fixed order, so results never depend on timing.
 public struct Runner: Sendable {
     public let job: JobSpec
-    let logger: Logger
-    /// Overrides the network (tests); nil = AsyncHTTPClient.
-    let transport: (any HTTPTransport)?
-    let clock: any CrawlClock
+    public let environment: RunEnvironment
+    var logger: Logger { environment.logger }
+    var clock: any CrawlClock { environment.clock }
 
-    public init(job: JobSpec, logger: Logger = Logger(label: "storesync"), transport: (any HTTPTransport)? = nil,
-                clock: any CrawlClock = SystemCrawlClock()) {
+    public init(job: JobSpec, environment: RunEnvironment = .live) {
         self.job = job
-        self.logger = logger
-        self.transport = transport
-        self.clock = clock
+        self.environment = environment
     }
 
     public func run(_ options: RunOptions = RunOptions()) async throws(StoreSyncError) -> RunReport {
@@ -132,7 +124,7 @@ public struct Runner: Sendable {
 
     func run(_ options: RunOptions, store: SnapshotStore, exports writeExports: Bool) async throws(StoreSyncError) -> RunReport {
         let started = clock.now()
-        let run = try store.beginRun(job: job.name, at: options.now(), simulated: job.simulator != nil, night: options.night,
+        let run = try store.beginRun(job: job.name, at: environment.now(), simulated: environment.services.hasNights, night: options.night,
                                      resumeExports: writeExports)
         var phase: CrawlPhase
         if run.exportOnly {
@@ -147,7 +139,7 @@ public struct Runner: Sendable {
             // exported runs table shows this run as it ended, and a run killed
             // while exporting resumes by exporting only.
             try store.finishRun(run.id, status: RunStatus(rawValue: phase.outcome.rawValue) ?? .failed,
-                                message: (phase.errors + phase.warnings).first, at: options.now(), exportsFollow: writeExports)
+                                message: (phase.errors + phase.warnings).first, at: environment.now(), exportsFollow: writeExports)
             phase.totals.seconds = clock.now() - started
             try store.recordTotals(run.id, phase.totals)
         }
@@ -220,7 +212,7 @@ public struct Runner: Sendable {
             let mine = scopes.filter { $0.source == source.name }
             phase.sources.append(SourceReport(
                 name: source.name, kind: source.kind, counts: SourceCounts(source: source.name), scopesTotal: mine.count,
-                scopesComplete: mine.filter { $0.state == "complete" || $0.state == "gone" }.count,
+                scopesComplete: mine.filter { [.complete, .gone].contains(ScopeState(rawValue: $0.state)) }.count,
                 errors: mine.compactMap(\.error)))
         }
         return phase
@@ -228,43 +220,28 @@ public struct Runner: Sendable {
 
     /// Crawls every source in the job's order.
     func crawl(run: RunInfo, store: SnapshotStore, options: RunOptions) async throws(StoreSyncError) -> CrawlPhase {
-        var simulator: SimulatorServer?
-        if let spec = job.simulator {
-            // The loader validated the fault specs already.
-            let faults = (try? FaultPlan.parse(spec.faults)) ?? .none
-            let world = World(config: SimulatorConfig(
-                seed: spec.seed, podcastCount: spec.podcasts, productCount: spec.products,
-                churn: Churn(changed: spec.changed, added: spec.added, removed: spec.removed), faults: faults))
-            if !faults.isEmpty { logger.notice("simulator faults on: \(faults)") }
-            // Hummingbird reports its own shutdown as an error; only real trouble is worth showing.
-            var simulatorLogger = logger
-            simulatorLogger.logLevel = logger.logLevel <= .debug ? .debug : .critical
-            do {
-                simulator = try await SimulatorServer.start(world: world, night: run.night ?? 1, logger: simulatorLogger)
-            } catch {
-                try? store.finishRun(run.id, status: .failed, message: "simulator failed to start: \(error)", at: options.now())
-                throw .fetchFailed(url: "http://127.0.0.1", reason: "the embedded simulator could not start: \(error)")
-            }
-            logger.info("simulator serving night \(run.night ?? 1) at \(simulator!.baseURL.absoluteString)")
+        let ownTransport = environment.transport == nil ? AsyncHTTPTransport() : nil
+        let session: UpstreamSession
+        do {
+            session = try await environment.services.open(night: run.night, transport: environment.transport ?? ownTransport!,
+                                                          logger: logger)
+        } catch {
+            await ownTransport?.shutdown()
+            try? store.finishRun(run.id, status: .failed, message: error.description, at: environment.now())
+            throw error
         }
-        let ownTransport = transport == nil ? AsyncHTTPTransport() : nil
-        var network: any HTTPTransport = transport ?? ownTransport!
-        if let simulator {
-            // Simulator bodies name fixed origins (feedUrl on feeds.storesim.test…), never its ephemeral port.
-            network = HostMappingTransport(wrapping: network, hostSuffix: ".storesim.test", to: simulator.baseURL)
-        }
-        let fetcher = Fetcher(transport: network, settings: job.http, clock: clock, logger: logger)
+        let fetcher = Fetcher(transport: session.transport, settings: job.http, clock: clock, logger: logger)
 
         var phase = CrawlPhase()
         for source in job.sources {
-            let baseURL = source.baseURL ?? simulator?.baseURL ?? source.defaultBaseURL
+            let baseURL = source.baseURL ?? session.baseURL ?? source.defaultBaseURL
             let report = await crawl(source: source, baseURL: baseURL, run: run, store: store, fetcher: fetcher,
                                      progress: options.progress, warnings: &phase.warnings)
             phase.errors += report.errors
             phase.sources.append(report)
         }
+        await session.close()
         await ownTransport?.shutdown()
-        await simulator?.shutdown()
 
         let totalScopes = phase.sources.reduce(0) { $0 + $1.scopesTotal }
         let completeScopes = phase.sources.reduce(0) { $0 + $1.scopesComplete }
@@ -289,7 +266,7 @@ public struct Runner: Sendable {
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
         let started = clock.now()
         var inputs: [Record] = []
-        let inputRequest = Connectors.inputRequest(for: source)
+        let inputRequest = source.settings.inputRequest
         if let request = inputRequest {
             do {
                 inputs = try store.inputRecords(source: request.source, entities: request.entities,
@@ -299,7 +276,7 @@ public struct Runner: Sendable {
                 return report
             }
         }
-        let scopes = Connectors.scopes(for: source, baseURL: baseURL, inputs: inputs)
+        let scopes = source.scopes(baseURL: baseURL, inputs: inputs)
         let crawler = SourceCrawler(
             source: source, run: run, store: store, fetcher: fetcher,
             breaker: CircuitBreaker(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
@@ -322,11 +299,11 @@ public struct Runner: Sendable {
         // Details of what the source's own scopes added or changed (marketplace products).
         var followUps: [CrawlScope] = []
         var followUpsSelected = false
-        if Connectors.hasFollowUps(source) {
+        if source.settings.hasFollowUps {
             do {
                 let changed = try store.inputRecords(source: source.name, entities: [], selection: .newOrChanged,
                                                      runID: run.id, consumer: Self.followUpConsumer(source))
-                followUps = Connectors.followUpScopes(for: source, baseURL: baseURL, newOrChanged: changed)
+                followUps = source.followUpScopes(baseURL: baseURL, newOrChanged: changed)
                 followUpsSelected = true
             } catch {
                 result.errors.append(error.description)

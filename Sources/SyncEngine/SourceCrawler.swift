@@ -11,8 +11,8 @@ public enum RunProgress: Sendable {
     case sourceStarted(source: String, scopes: Int)
     /// A page was stored.
     case page(source: String, scope: String, page: Int, records: Int, unread: Bool)
-    /// A scope ended in `state` (complete, capped or failed).
-    case scopeFinished(source: String, scope: String, state: String)
+    /// A scope ended in `state`.
+    case scopeFinished(source: String, scope: String, state: ScopeState)
     case sourceFinished(source: String)
     /// Every source is crawled; exports are being written.
     case exporting
@@ -45,19 +45,10 @@ enum FetchedPage: Sendable {
 }
 
 /// What a scope's producer sends: pages in order, then how the scope ended.
-extension ScopeOutcome {
-    var isCapped: Bool {
-        if case .capped = self { return true }
-        return false
-    }
-}
-
 enum ScopeMessage: Sendable {
     /// `isLast`: the scope ends complete with this page.
     case page(index: Int, FetchedPage, requests: Int, isLast: Bool)
     case end(ScopeOutcome)
-    /// The scope's resource answered 404/410 and the scope tolerates that.
-    case gone(url: String, status: Int)
 }
 
 /// Crawls the scopes of one source. Pages are fetched and decoded by up to
@@ -116,7 +107,7 @@ struct SourceCrawler: Sendable {
         for scope in scopes {
             do {
                 let checkpoint = try store.checkpoint(runID: run.id, source: source.name, scope: scope.id)
-                if checkpoint?.state == "complete" {
+                if checkpoint?.state == ScopeState.complete.rawValue {
                     result.scopesComplete += 1
                     result.settled.insert(scope.id)
                     starts.append(nil)
@@ -160,63 +151,48 @@ struct SourceCrawler: Sendable {
         return result
     }
 
-    /// Fetches and decodes a scope's pages in order into `channel`, ending with the scope's outcome.
+    /// Fetches and decodes a scope's pages in order into `channel`, ending
+    /// with the scope's outcome. The walk itself is ``PageWalker``'s: the same
+    /// loop the connector tests drive.
     func produce(scope: CrawlScope, startPage: Int, into channel: PageChannel<ScopeMessage>) async {
         defer { channel.finish() }
-        var index = startPage
-        var pages = 0
-        while true {
-            if scope.pagination.isCapped(atPage: index) {
-                _ = await channel.send(.end(.capped(pages: pages)))
-                return
-            }
-            if breaker.isOpen {
-                _ = await channel.send(.end(.failed(pages: pages, error: .fetchFailed(
-                    url: scope.pageURL(index)?.absoluteString ?? scope.id,
-                    reason: "circuit breaker open: source '\(source.name)' stopped after \(fetcher.settings.circuitBreakerThreshold) consecutive failed pages, so this scope was not fetched; the next run retries it"))))
-                return
-            }
-            let fetched: FetchedPage
-            let url: String
-            let tally = RequestTally()
-            let attempt: Swift.Result<(FetchedPage, String), StoreSyncError> = await RequestTally.$current.withValue(tally) {
-                do throws(StoreSyncError) {
-                    return .success(try await fetchPage(scope: scope, index: index))
-                } catch {
-                    return .failure(error)
+        let outcome = await PageWalker.walk(
+            pagination: scope.pagination, startPage: startPage, toleratesGone: scope.toleratesGone,
+            fetch: { index throws(StoreSyncError) -> (page: (FetchedPage, requests: Int), url: String) in
+                if breaker.isOpen {
+                    throw StoreSyncError(
+                        .circuitOpen,
+                        "circuit breaker open: not fetched, as source '\(source.name)' stopped after \(fetcher.settings.circuitBreakerThreshold) failed pages in a row",
+                        place: scope.pageURL(index).map { .url($0.absoluteString) } ?? .scope(source: source.name, scope: scope.id),
+                        remedy: "The scope is marked incomplete, so nothing is removed; the next run tries the source again "
+                            + "(the first errors of this source say why it failed)")
                 }
-            }
-            do {
-                (fetched, url) = try attempt.get()
-                breaker.recordSuccess()
-            } catch {
-                if case .gone(let url, let status) = error, scope.toleratesGone {
-                    // The server answered, clearly: not a failure of the service.
+                let tally = RequestTally()
+                let attempt: Swift.Result<(FetchedPage, String), StoreSyncError> = await RequestTally.$current.withValue(tally) {
+                    do throws(StoreSyncError) {
+                        return .success(try await fetchPage(scope: scope, index: index))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                switch attempt {
+                case .success(let (fetched, url)):
                     breaker.recordSuccess()
-                    _ = await channel.send(.gone(url: url, status: status))
-                    return
+                    return ((fetched, tally.requests), url)
+                case .failure(let error):
+                    // A tolerated 404/410 is the server answering clearly, not a failing service.
+                    if error.code == .gone, scope.toleratesGone { breaker.recordSuccess() } else { breaker.recordFailure() }
+                    throw error
                 }
-                breaker.recordFailure()
-                _ = await channel.send(.end(.failed(pages: pages, error: error)))
-                return
-            }
-            let emptyButMore = fetched.rowCount == 0 && fetched.hasNext == true
-            let isLast = !emptyButMore && !scope.pagination.continues(afterRows: fetched.rowCount, hasNext: fetched.hasNext)
-            guard await channel.send(.page(index: index, fetched, requests: tally.requests, isLast: isLast)) else { return }
-            pages += 1
-            if emptyButMore {
-                // Claiming more after an empty page is a server fault; ending
-                // here as "complete" would turn every later record into a removal.
-                _ = await channel.send(.end(.failed(pages: pages, error: .malformedPage(
-                    url: url, reason: "empty page that says it has a next page"))))
-                return
-            }
-            if !scope.pagination.continues(afterRows: fetched.rowCount, hasNext: fetched.hasNext) {
-                _ = await channel.send(.end(.complete(pages: pages)))
-                return
-            }
-            index += 1
-        }
+            },
+            shape: { ($0.0.rowCount, $0.0.hasNext) },
+            onPage: { index, page, isLast throws(StoreSyncError) in
+                guard await channel.send(.page(index: index, page.0, requests: page.requests, isLast: isLast)) else {
+                    // The applier stopped this scope (a store error); its error is the one reported.
+                    throw StoreSyncError(.storage, "scope abandoned after a failed page", place: .scope(source: source.name, scope: scope.id))
+                }
+            })
+        _ = await channel.send(.end(outcome))
     }
 
     /// One page: a conditional request when the store remembers the page, the
@@ -242,7 +218,7 @@ struct SourceCrawler: Sendable {
             do {
                 return (try interpret(response, memoURL: identity, memo: memo, scope: scope), url.absoluteString)
             } catch let error {
-                guard case .malformedPage = error else { throw error }
+                guard error.code == .malformedPage else { throw error }
                 logger.info("\(source.name) \(scope.id) page \(index): \(error.description); fetching it once more")
                 let again = try await fetcher.get(url, headers: headers, bypassCache: true)
                 return (try interpret(again, memoURL: identity, memo: memo, scope: scope), url.absoluteString)
@@ -288,8 +264,9 @@ struct SourceCrawler: Sendable {
     /// ended. True when it ended as intended (complete, at a cap it asked
     /// for, or gone where that is normal).
     func consume(scope: CrawlScope, channel: PageChannel<ScopeMessage>, into result: inout Result) async -> Bool {
-        var outcome: ScopeOutcome = .failed(pages: 0, error: .fetchFailed(url: scope.id, reason: "the scope ended without an outcome"))
-        var gone: (url: String, status: Int)?
+        var outcome: ScopeOutcome = .failed(pages: 0, error: StoreSyncError(
+            .fetchFailed, "the scope's crawl ended without saying how (an internal error)",
+            place: .scope(source: source.name, scope: scope.id), remedy: "The next run crawls it again; please report this"))
         // Drift shows as a key repeated on a later page of the same scope.
         var keysInScope = Set<RecordIdentity>()
         let tracksDrift: Bool = if case .http = scope.origin { true } else { false }
@@ -311,7 +288,7 @@ struct SourceCrawler: Sendable {
                             page = try decodeInFull()
                         } catch {
                             channel.cancel()
-                            return finish(scope: scope, state: "failed", error: error, into: &result)
+                            return finish(scope: scope, state: .failed, error: error, into: &result)
                         }
                     }
                     for skip in page.skipped { logger.warning("skipped a row: \(skip)") }
@@ -337,38 +314,35 @@ struct SourceCrawler: Sendable {
                 } catch {
                     // The producer stops at its next send; pages already applied stay.
                     channel.cancel()
-                    return finish(scope: scope, state: "failed", error: error, into: &result)
+                    return finish(scope: scope, state: .failed, error: error, into: &result)
                 }
             case .end(let ended):
                 outcome = ended
-            case .gone(let url, let status):
-                gone = (url, status)
             }
-        }
-        if let gone {
-            logger.notice("\(source.name) \(scope.id): \(gone.url) answered HTTP \(gone.status); the records it gave before are kept")
-            result.goneScopes.append("\(scope.id) (HTTP \(gone.status))")
-            return finish(scope: scope, state: "gone", error: nil, into: &result)
         }
         switch outcome {
         case .complete:
-            return finish(scope: scope, state: "complete", error: nil, into: &result)
+            return finish(scope: scope, state: .complete, error: nil, into: &result)
+        case .gone(let url, let status):
+            logger.notice("\(source.name) \(scope.id): \(url) answered HTTP \(status); the records it gave before are kept")
+            result.goneScopes.append("\(scope.id) (HTTP \(status))")
+            return finish(scope: scope, state: .gone, error: nil, into: &result)
         case .capped:
             if !scope.capIsIntended { result.cappedScopes.append(scope.id) }
-            return finish(scope: scope, state: "capped", error: nil, into: &result) && scope.capIsIntended
+            return finish(scope: scope, state: .capped, error: nil, into: &result) && scope.capIsIntended
         case .failed(_, let error):
-            return finish(scope: scope, state: "failed", error: error, into: &result)
+            return finish(scope: scope, state: .failed, error: error, into: &result)
         }
     }
 
     /// Records the scope's end state; true unless it failed.
-    func finish(scope: CrawlScope, state: String, error: StoreSyncError?, into result: inout Result) -> Bool {
+    func finish(scope: CrawlScope, state: ScopeState, error: StoreSyncError?, into result: inout Result) -> Bool {
         if let error {
             result.errors.append(error.description)
             logger.error("\(source.name) \(scope.id): \(error.description)")
         }
         do {
-            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: error?.description)
+            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state.rawValue, error: error?.description)
         } catch {
             result.errors.append(error.description)
             return false

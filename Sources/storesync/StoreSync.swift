@@ -76,13 +76,13 @@ struct Run: AsyncParsableCommand {
         logging.bootstrap()
         let logger = Logger(label: "storesync")
         do {
-            let spec = try JobLoader.load(path: job)
+            let spec = try Wiring.load(job)
             var options = RunOptions(night: night, dryRun: dryRun)
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
                 options.progress = { event in display.handle(event) }
             }
-            let report = try await Runner(job: spec, logger: logger).run(options)
+            let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).run(options)
             print(report.summaryText)
             switch report.outcome {
             case .ok: return
@@ -110,7 +110,7 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let spec = try JobLoader.load(path: job)
+            let spec = try Wiring.load(job)
             print(try JobStatus.load(job: spec, runs: runs).text)
         } catch {
             printError(error.description)
@@ -136,7 +136,7 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         do {
-            let spec = try JobLoader.load(path: job)
+            let spec = try Wiring.load(job)
             for file in try Reexport.run(job: spec, logger: Logger(label: "storesync")) {
                 print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
             }
@@ -158,7 +158,7 @@ struct Validate: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let spec = try JobLoader.load(path: job)
+            let spec = try Wiring.load(job)
             print("\(job): valid — job '\(spec.name)', \(spec.sources.count) source(s), \(spec.exports.count) export(s); "
                   + "store \(spec.storePath), output \(spec.outputDirectory)"
                   + (spec.simulator == nil ? "" : "; runs the embedded simulator"))
@@ -170,7 +170,7 @@ struct Validate: AsyncParsableCommand {
 }
 
 func exitStatus(for error: StoreSyncError) -> ExitStatus {
-    switch error {
+    switch error.code {
     case .invalidJob: .invalidJob
     case .locked: .locked
     default: .failed

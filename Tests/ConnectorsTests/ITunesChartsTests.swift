@@ -21,13 +21,13 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
     let base = URL(string: "http://127.0.0.1:9000")!
 
     func source(_ settings: ITunesChartsSettings) -> SourceSpec {
-        SourceSpec(name: "charts", kind: .itunesCharts, settings: .itunesCharts(settings))
+        SourceSpec(name: "charts", settings: (settings))
     }
 
     @Test func legacyScopesCoverEveryChartCountryAndGenre() {
         let settings = ITunesChartsSettings(charts: ["toppodcasts", "topsongs"], countries: ["us", "GB"], limit: 50,
                                             genres: [1310, 1301])
-        let scopes = Connectors.scopes(for: source(settings), baseURL: base)
+        let scopes = source(settings).scopes(baseURL: base)
         #expect(scopes.map(\.id) == [
             "chart:toppodcasts:us:all", "chart:toppodcasts:us:1310", "chart:toppodcasts:us:1301",
             "chart:toppodcasts:gb:all", "chart:toppodcasts:gb:1310", "chart:toppodcasts:gb:1301",
@@ -43,8 +43,8 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
 
     @Test func withoutTheAllGenresChartOnlyGenresAreCrawled() {
         let settings = ITunesChartsSettings(genres: [1310], includeAllGenres: false)
-        #expect(Connectors.scopes(for: source(settings), baseURL: base).map(\.id) == ["chart:toppodcasts:us:1310"])
-        #expect(Connectors.scopes(for: source(ITunesChartsSettings(includeAllGenres: false)), baseURL: base).isEmpty)
+        #expect(source(settings).scopes(baseURL: base).map(\.id) == ["chart:toppodcasts:us:1310"])
+        #expect(source(ITunesChartsSettings(includeAllGenres: false)).scopes(baseURL: base).isEmpty)
     }
 
     /// Genres from a genres source: filtered by `genres`, by the feeds each node
@@ -60,7 +60,7 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
             Record(entity: .podcast, key: "77", fields: [:]),
         ]
         var settings = ITunesChartsSettings(charts: ["toppodcasts", "topsongs"], genresFrom: "genres")
-        #expect(Connectors.scopes(for: source(settings), baseURL: base, inputs: records).map(\.id) == [
+        #expect(source(settings).scopes(baseURL: base, inputs: records).map(\.id) == [
             "chart:toppodcasts:us:all", "chart:toppodcasts:us:1301", "chart:toppodcasts:us:1310",
             "chart:toppodcasts:us:1402", "chart:topsongs:us:all", "chart:topsongs:us:14", "chart:topsongs:us:1402",
         ])
@@ -69,7 +69,7 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
 
         settings.genres = [1310, 26]
         settings.includeAllGenres = false
-        #expect(Connectors.scopes(for: source(settings), baseURL: base, inputs: records).map(\.id) == [
+        #expect(source(settings).scopes(baseURL: base, inputs: records).map(\.id) == [
             "chart:toppodcasts:us:26", "chart:toppodcasts:us:1310",
         ])
     }
@@ -77,14 +77,14 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
     @Test func v2ScopesBuildTheMarketingToolsPath() {
         let settings = ITunesChartsSettings(format: .v2, charts: ["music/most-played/albums", "broken"],
                                             countries: ["us", "jp"], limit: 250)
-        let scopes = Connectors.scopes(for: source(settings), baseURL: base)
+        let scopes = source(settings).scopes(baseURL: base)
         #expect(scopes.map(\.id) == ["chart:v2:music/most-played/albums:us", "chart:v2:music/most-played/albums:jp"])
         #expect(scopes[0].pageURL(0)?.absoluteString == "http://127.0.0.1:9000/api/v2/us/music/most-played/100/albums.json",
                 "above 100 the real service fails, so the limit is clamped")
     }
 
     @Test func aChartScopeEndsCompleteAfterOneRequestEvenWhenFull() async throws {
-        let scope = try #require(Connectors.scopes(for: source(ITunesChartsSettings(limit: 1)), baseURL: base).first)
+        let scope = try #require(source(ITunesChartsSettings(limit: 1)).scopes(baseURL: base).first)
         let body = #"{"feed":{"entry":{"im:name":{"label":"A"},"id":{"label":"https://x/id5","attributes":{"im:id":"5"}}}}}"#
         let (outcome, fetched) = await walkOffline(scope) { _ in page(body) }
         #expect(outcome.isComplete)
@@ -261,7 +261,7 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
                 _ = try ITunesCharts.decodeLegacyJSON(page(body, url: url), context: context)
                 Issue.record("\(body) decoded")
             } catch {
-                guard case .malformedPage(let failedURL, let reason) = error else {
+                guard error.code == .malformedPage, case let (failedURL, reason) = (error.location, error.message) else {
                     Issue.record("unexpected \(error)")
                     continue
                 }
@@ -301,7 +301,7 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
                 _ = try ITunesCharts.decodeLegacyXML(page(body, url: url), context: context)
                 Issue.record("\(body) decoded")
             } catch {
-                guard case .malformedPage(let failedURL, let reason) = error else {
+                guard error.code == .malformedPage, case let (failedURL, reason) = (error.location, error.message) else {
                     Issue.record("unexpected \(error)")
                     continue
                 }
@@ -328,7 +328,7 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
     let night = 3
 
     func source(_ settings: ITunesChartsSettings) -> SourceSpec {
-        SourceSpec(name: "charts", kind: .itunesCharts, settings: .itunesCharts(settings))
+        SourceSpec(name: "charts", settings: (settings))
     }
 
     /// Checks one crawled chart scope against `world.chartKeys`: slot keys, ranks, items.
@@ -352,8 +352,7 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
     @Test func legacyChartsOverTheCrawledGenreTree() async throws {
         try await SimulatorHarness.with(world: world, night: night) { sim in
             // The genre tree comes from the simulator too, as a job's genres source would.
-            let genres = await sim.crawl(sim.scopes(SourceSpec(name: "genres", kind: .itunesGenres,
-                                                               settings: .itunesGenres(ITunesGenresSettings(roots: [26])))))
+            let genres = await sim.crawl(sim.scopes(SourceSpec(name: "genres", settings: (ITunesGenresSettings(roots: [26])))))
             let genreRecords = genres.flatMap(\.records).sorted { $0.key < $1.key }
             #expect(genreRecords.count > 10)
             let picked = genreRecords.filter { fields($0)["parentId"] == .string("26") }.prefix(4).compactMap { Int($0.key) }

@@ -10,25 +10,25 @@ import TestSupport
     let genresURL = "https://itunes.apple.com/WebObjects/MZStoreServices.woa/ws/genres?id=26"
 
     func source(_ settings: ITunesGenresSettings) -> SourceSpec {
-        SourceSpec(name: "genres", kind: .itunesGenres, settings: .itunesGenres(settings))
+        SourceSpec(name: "genres", settings: (settings))
     }
 
     @Test func oneSinglePageScopePerRootOnTheGivenBaseURL() throws {
         let base = URL(string: "http://127.0.0.1:8123/prefix/")!
-        let scopes = Connectors.scopes(for: source(ITunesGenresSettings(roots: [26, 34, 26])), baseURL: base)
+        let scopes = source(ITunesGenresSettings(roots: [26, 34, 26])).scopes(baseURL: base)
         #expect(scopes.map(\.id) == ["genres:26", "genres:34"])
         #expect(scopes.first?.pageURL(0)?.absoluteString
             == "http://127.0.0.1:8123/prefix/WebObjects/MZStoreServices.woa/ws/genres?id=26")
         #expect(scopes.allSatisfy { $0.sweeps })
 
-        let withCountry = Connectors.scopes(for: source(ITunesGenresSettings(roots: [36], country: "GB")), baseURL: base)
+        let withCountry = source(ITunesGenresSettings(roots: [36], country: "GB")).scopes(baseURL: base)
         #expect(withCountry.map(\.id) == ["genres:36:gb"])
         #expect(withCountry.first?.pageURL(0)?.query == "id=36&cc=gb")
     }
 
     /// A single-page scope must end complete (so it may sweep), after exactly one request.
     @Test func theWalkerEndsASinglePageScopeComplete() async throws {
-        let scope = try #require(Connectors.scopes(for: source(ITunesGenresSettings(roots: [26])), baseURL: URL(string: "http://x")!).first)
+        let scope = try #require(source(ITunesGenresSettings(roots: [26])).scopes(baseURL: URL(string: "http://x")!).first)
         let body = #"{"26":{"name":"Podcasts","id":"26","subgenres":{"1301":{"name":"Arts","id":"1301"}}}}"#
         let (outcome, fetched) = await walkOffline(scope) { _ in page(body, url: "http://x/genres?id=26") }
         #expect(outcome.isComplete)
@@ -104,7 +104,7 @@ import TestSupport
                 _ = try ITunesGenres.decodePage(page(body, url: genresURL), root: "26")
                 Issue.record("\(body) decoded")
             } catch {
-                guard case .malformedPage(let url, let reason) = error else {
+                guard error.code == .malformedPage, case let (url, reason) = (error.location, error.message) else {
                     Issue.record("unexpected \(error)")
                     continue
                 }

@@ -10,7 +10,7 @@ import TestSupport
     let base = URL(string: "http://127.0.0.1:9000")!
 
     func source(_ settings: ITunesLookupSettings) -> SourceSpec {
-        SourceSpec(name: "detail", kind: .itunesLookup, settings: .itunesLookup(settings))
+        SourceSpec(name: "detail", settings: (settings))
     }
 
     func items(_ keys: [String], _ entity: EntityKind = .podcast) -> [Record] {
@@ -19,8 +19,7 @@ import TestSupport
 
     @Test func idsAreBatchedInOrderAndOnlyOnce() {
         let keys = ["10", "11", "12", "abc", "13", "11", "14", "", "15", "16"]
-        let scopes = Connectors.scopes(for: source(ITunesLookupSettings(from: "charts", batchSize: 3, country: "GB")),
-                                       baseURL: base, inputs: items(keys))
+        let scopes = source(ITunesLookupSettings(from: "charts", batchSize: 3, country: "GB")).scopes(baseURL: base, inputs: items(keys))
         #expect(scopes.count == 3)
         #expect(scopes.map { $0.pageURL(0)?.query } == [
             "id=10,11,12&country=gb", "id=13,14,15&country=gb", "id=16&country=gb",
@@ -29,24 +28,23 @@ import TestSupport
         #expect(scopes[0].id.hasPrefix("lookup:10-12:3:"))
         #expect(Set(scopes.map(\.id)).count == 3)
         // The id is a function of the batch, so a resumed run finds the same scopes.
-        let again = Connectors.scopes(for: source(ITunesLookupSettings(from: "charts", batchSize: 3, country: "gb")),
-                                      baseURL: base, inputs: items(keys))
+        let again = source(ITunesLookupSettings(from: "charts", batchSize: 3, country: "gb")).scopes(baseURL: base, inputs: items(keys))
         #expect(again.map(\.id) == scopes.map(\.id))
         #expect(ITunesLookup.batchScopeID(["1", "2", "3"]) != ITunesLookup.batchScopeID(["1", "5", "3"]))
     }
 
     @Test func batchSizeIsClampedToWhatTheServiceServes() {
         let keys = (1...450).map(String.init)
-        let scopes = Connectors.scopes(for: source(ITunesLookupSettings(from: "x", batchSize: 1_000)), baseURL: base,
+        let scopes = source(ITunesLookupSettings(from: "x", batchSize: 1_000)).scopes(baseURL: base,
                                        inputs: items(keys))
         #expect(scopes.count == 3)
         #expect(scopes[0].pageURL(0)?.query?.split(separator: ",").count == 200)
-        #expect(Connectors.scopes(for: source(ITunesLookupSettings(from: "x")), baseURL: base, inputs: []).isEmpty)
+        #expect(source(ITunesLookupSettings(from: "x")).scopes(baseURL: base, inputs: []).isEmpty)
     }
 
     @Test func withAnEntityEachItemIsItsOwnSweepingScope() {
         let settings = ITunesLookupSettings(from: "podcasts", lookupEntity: "podcastEpisode", limit: 20)
-        let scopes = Connectors.scopes(for: source(settings), baseURL: base, inputs: items(["7", "8"]))
+        let scopes = source(settings).scopes(baseURL: base, inputs: items(["7", "8"]))
         #expect(scopes.map(\.id) == ["lookup:podcastEpisode:7", "lookup:podcastEpisode:8"])
         #expect(scopes[0].pageURL(0)?.absoluteString == "http://127.0.0.1:9000/lookup?id=7&entity=podcastEpisode&limit=20")
         #expect(scopes.allSatisfy { $0.sweeps })
@@ -54,7 +52,7 @@ import TestSupport
 
     /// A batch scope is one request that ends complete, however many rows it holds.
     @Test func aBatchEndsCompleteAfterOneRequest() async throws {
-        let scope = try #require(Connectors.scopes(for: source(ITunesLookupSettings(from: "x", batchSize: 2)), baseURL: base,
+        let scope = try #require(source(ITunesLookupSettings(from: "x", batchSize: 2)).scopes(baseURL: base,
                                                    inputs: items(["1", "2"])).first)
         let body = #"{"resultCount":2,"results":[{"wrapperType":"track","kind":"podcast","trackId":1},{"wrapperType":"track","kind":"podcast","trackId":2}]}"#
         let (outcome, fetched) = await walkOffline(scope) { _ in page(body) }
@@ -75,7 +73,7 @@ import TestSupport
         // Twenty episodes at limit=20: there may be more, so the scope is capped, never complete.
         for (limit, complete) in [(20, false), (21, true), (200, true)] {
             let settings = ITunesLookupSettings(from: "p", lookupEntity: "podcastEpisode", limit: limit)
-            let scope = try #require(Connectors.scopes(for: source(settings), baseURL: base, inputs: items(["1535809341"])).first)
+            let scope = try #require(source(settings).scopes(baseURL: base, inputs: items(["1535809341"])).first)
             let (outcome, fetched) = await walkOffline(scope) { _ in HTTPResponse(url: url, status: 200, body: body) }
             #expect(outcome.isComplete == complete, "limit \(limit): \(outcome)")
             #expect(outcome.isCapped == !complete, "limit \(limit): \(outcome)")
@@ -104,7 +102,7 @@ import TestSupport
                                                 parentKey: "5")
             Issue.record("an error answer decoded")
         } catch {
-            guard case .malformedPage(let failedURL, let reason) = error else {
+            guard error.code == .malformedPage, case let (failedURL, reason) = (error.location, error.message) else {
                 Issue.record("unexpected \(error)")
                 return
             }

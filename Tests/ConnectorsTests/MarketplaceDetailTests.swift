@@ -71,7 +71,7 @@ import TestSupport
                 _ = try MarketplaceDetail.decodeDetail(response(Array(body.utf8), id: "7"), id: "7")
                 Issue.record("decoded \(body)")
             } catch {
-                guard case .malformedPage(let url, let reason) = error else {
+                guard error.code == .malformedPage, case let (url, reason) = (error.location, error.message) else {
                     Issue.record("unexpected \(error)")
                     continue
                 }
@@ -82,7 +82,7 @@ import TestSupport
     }
 
     @Test func oneNonSweepingSinglePageScopePerNewOrChangedListing() throws {
-        let source = SourceSpec(name: "market", kind: .marketplace, settings: .marketplace(MarketplaceSettings(detail: true)))
+        let source = SourceSpec(name: "market", settings: (MarketplaceSettings(detail: true)))
         let listings = [
             Record(entity: .listing, key: "12", fields: ["id": .int(12)]),
             Record(entity: .listing, key: "3", fields: ["id": .int(3)]),
@@ -90,7 +90,7 @@ import TestSupport
             Record(entity: .listing, key: "../admin", fields: [:]),
             Record(entity: .listingDetail, key: "4", fields: [:]),
         ]
-        let scopes = Connectors.followUpScopes(for: source, baseURL: URL(string: "http://127.0.0.1:8080/market/")!,
+        let scopes = source.followUpScopes(baseURL: URL(string: "http://127.0.0.1:8080/market/")!,
                                                newOrChanged: listings)
         #expect(scopes.map(\.id) == ["detail:12", "detail:3"])
         #expect(scopes.map { $0.pageURL(0)?.absoluteString } == [
@@ -98,14 +98,14 @@ import TestSupport
         ])
         #expect(scopes.allSatisfy { !$0.sweeps })
         // Without `detail`, no follow-ups.
-        let plain = SourceSpec(name: "market", kind: .marketplace, settings: .marketplace(MarketplaceSettings()))
-        #expect(Connectors.followUpScopes(for: plain, baseURL: nil, newOrChanged: listings).isEmpty)
+        let plain = SourceSpec(name: "market", settings: (MarketplaceSettings()))
+        #expect(plain.followUpScopes(baseURL: nil, newOrChanged: listings).isEmpty)
     }
 
     @Test func aDetailScopeIsOneCompletePage() async throws {
-        let source = SourceSpec(name: "market", kind: .marketplace, settings: .marketplace(MarketplaceSettings(detail: true)))
-        let scope = try #require(Connectors.followUpScopes(
-            for: source, baseURL: URL(string: "http://m.example")!,
+        let source = SourceSpec(name: "market", settings: (MarketplaceSettings(detail: true)))
+        let scope = try #require(source.followUpScopes(
+            baseURL: URL(string: "http://m.example")!,
             newOrChanged: [Record(entity: .listing, key: "3", fields: [:])]).first)
         var stored: [Record] = []
         let outcome = await PageWalker.walk(

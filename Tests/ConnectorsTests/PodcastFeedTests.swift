@@ -234,7 +234,7 @@ private func fields(_ record: Record) throws -> [String: JSONValue] { try record
             let page = try decode(body)
             Issue.record("decoded \(page.items.count) items from a bad feed", sourceLocation: sourceLocation)
         } catch {
-            guard case .malformedPage(let url, let reason) = error else {
+            guard error.code == .malformedPage, case let (url, reason) = (error.location, error.message) else {
                 Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
                 return
             }
@@ -374,8 +374,7 @@ private func fields(_ record: Record) throws -> [String: JSONValue] { try record
     }
 
     func scopes(_ settings: PodcastFeedSettings, _ podcasts: [Record]) -> [CrawlScope] {
-        Connectors.scopes(for: SourceSpec(name: "feeds", kind: .podcastFeed, settings: .podcastFeed(settings)),
-                          baseURL: nil, inputs: podcasts)
+        SourceSpec(name: "feeds", settings: (settings)).scopes(baseURL: nil, inputs: podcasts)
     }
 
     let podcasts: [Record] = [

@@ -21,8 +21,7 @@ private struct TempFile {
 }
 
 private func makeScope(_ settings: RecordsFileSettings) throws -> CrawlScope {
-    let scopes = Connectors.scopes(for: SourceSpec(name: "file", kind: .recordsFile, settings: .recordsFile(settings)),
-                                   baseURL: nil)
+    let scopes = SourceSpec(name: "file", settings: (settings)).scopes(baseURL: nil)
     #expect(scopes.count == 1)
     return try #require(scopes.first)
 }
@@ -212,14 +211,14 @@ private struct FixedRowMemory: RowMemory {
         defer { file.cleanup() }
         let scope = try makeScope(RecordsFileSettings(path: file.path, pageSize: 100))
         expectError({ _ = try readPage(scope, 0) }) { error in
-            guard case .malformedPage(let path, let reason) = error else { return false }
+            guard error.code == .malformedPage, case let (path, reason) = (error.location, error.message) else { return false }
             return path == file.path && reason.contains("line 7, column 9")
         }
         // A line that is JSON but not an object fails too.
         let array = try TempFile("array.jsonl", "{\"id\":1}\n[1,2]\n")
         defer { array.cleanup() }
         expectError({ _ = try readPage(try makeScope(RecordsFileSettings(path: array.path)), 0) }) { error in
-            guard case .malformedPage(_, let reason) = error else { return false }
+            guard error.code == .malformedPage, case let reason = error.message else { return false }
             return reason.contains("line 2") && reason.contains("an array")
         }
     }
@@ -231,7 +230,7 @@ private struct FixedRowMemory: RowMemory {
         _ = try readPage(scope, 0)
         _ = try readPage(scope, 1)
         expectError({ _ = try readPage(scope, 2) }) { error in
-            guard case .malformedPage(_, let reason) = error else { return false }
+            guard error.code == .malformedPage, case let reason = error.message else { return false }
             return reason.contains("line 7")
         }
     }
@@ -239,13 +238,13 @@ private struct FixedRowMemory: RowMemory {
     @Test func missingFileAndDirectoryFailTheFirstPage() throws {
         let scope = try makeScope(RecordsFileSettings(path: "/nonexistent/storesync/rows.jsonl"))
         expectError({ _ = try readPage(scope, 0) }) { error in
-            guard case .fetchFailed(let path, let reason) = error else { return false }
+            guard error.code == .inputUnreadable, case let (path, reason) = (error.location, error.message) else { return false }
             return path == "/nonexistent/storesync/rows.jsonl" && reason.contains("No such file")
         }
         let directory = TestPaths.temporaryDirectory("records-dir")
         defer { try? FileManager.default.removeItem(at: directory) }
         expectError({ _ = try readPage(try makeScope(RecordsFileSettings(path: directory.path, format: .jsonLines)), 0) }) { error in
-            guard case .fetchFailed(_, let reason) = error else { return false }
+            guard error.code == .inputUnreadable, case let reason = error.message else { return false }
             return reason.contains("not a regular file")
         }
     }
@@ -304,15 +303,14 @@ private struct FixedRowMemory: RowMemory {
 @Suite struct RecordsFileCSVTests {
     @Test func quotingEmbeddedNewlinesEscapesCRLFAndBOM() throws {
         var bytes: [UInt8] = [0xEF, 0xBB, 0xBF]
-        bytes += Array((
-            "id,name,note\r\n"
+        let text: String = "id,name,note\r\n"
             + "1,plain,\"with, comma\"\r\n"
             + "2,\"multi\r\nline\",\"say \"\"hi\"\"\"\r\n"
             + "\r\n"
             + "3,12\" vinyl,\r\n"
             + "4,\"\",\"\"\r\n"
             + "5,last,no newline"
-        ).utf8)
+        bytes += Array(text.utf8)
         let file = try TempFile("rows.csv", bytes)
         defer { file.cleanup() }
         let page = try readPage(try makeScope(RecordsFileSettings(path: file.path)), 0).1
@@ -357,7 +355,7 @@ private struct FixedRowMemory: RowMemory {
         let second = try readPage(scope, 1)
         #expect(second.0.header(RecordsFile.firstLineHeader) == "8")
         expectError({ _ = try readPage(scope, 2) }) { error in
-            guard case .malformedPage(let path, let reason) = error else { return false }
+            guard error.code == .malformedPage, case let (path, reason) = (error.location, error.message) else { return false }
             return path == file.path && reason.contains("line 14") && reason.contains("not closed")
         }
     }
@@ -372,7 +370,7 @@ private struct FixedRowMemory: RowMemory {
             let file = try TempFile("rows.csv", text)
             defer { file.cleanup() }
             expectError({ _ = try readPage(try makeScope(RecordsFileSettings(path: file.path)), 0) }) { error in
-                guard case .malformedPage(_, let reason) = error else { return false }
+                guard error.code == .malformedPage, case let reason = error.message else { return false }
                 return reason.contains("line 1") && reason.contains(expected)
             }
         }
@@ -388,7 +386,7 @@ private struct FixedRowMemory: RowMemory {
             let file = try TempFile("rows.csv", text)
             defer { file.cleanup() }
             expectError({ _ = try readPage(try makeScope(RecordsFileSettings(path: file.path)), 0) }) { error in
-                guard case .malformedPage(_, let reason) = error else { return false }
+                guard error.code == .malformedPage, case let reason = error.message else { return false }
                 return reason.contains(expected)
             }
         }

@@ -56,7 +56,7 @@ struct SampleDecodingTests {
             _ = try ITunesSearch.decodePage(invalid)
             Issue.record("the INVALID sample decoded")
         } catch {
-            guard case .malformedPage(let failedURL, let reason) = error else {
+            guard error.code == .malformedPage, case let (failedURL, reason) = (error.location, error.message) else {
                 Issue.record("unexpected error \(error)")
                 return
             }

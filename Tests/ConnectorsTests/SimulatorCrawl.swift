@@ -52,7 +52,7 @@ struct SimulatorHarness {
 
     /// The scopes of `source` as the runner builds them, pointed at this simulator.
     func scopes(_ source: SourceSpec, inputs: [Record] = []) -> [CrawlScope] {
-        Connectors.scopes(for: source, baseURL: server.baseURL, inputs: inputs)
+        source.scopes(baseURL: server.baseURL, inputs: inputs)
     }
 
     /// Walks every scope with the real ``PageWalker``, in order.
@@ -90,6 +90,7 @@ extension ScopeOutcome {
     var pages: Int {
         switch self {
         case .complete(let pages), .capped(let pages), .failed(let pages, _): pages
+        case .gone: 0
         }
     }
 }

@@ -57,8 +57,8 @@ import TestSupport
             expected["\(podcast)", default: [:]]["\(podcast)|\(guid)"] = row
         }
 
-        let source = SourceSpec(name: "feeds", kind: .podcastFeed, settings: .podcastFeed(PodcastFeedSettings(from: "search")))
-        let scopes = Connectors.scopes(for: source, baseURL: nil, inputs: podcasts)
+        let source = SourceSpec(name: "feeds", settings: (PodcastFeedSettings(from: "search")))
+        let scopes = source.scopes(baseURL: nil, inputs: podcasts)
         let withFeeds = podcasts.filter { (try? $0.fields()["feedUrl"]) != nil }
         #expect(scopes.map(\.id) == withFeeds.map { "feed:\($0.key)" })
         #expect(scopes.count >= 10, "too few podcasts with feeds to mean anything")
@@ -109,9 +109,8 @@ import TestSupport
             Record(entity: .listing, key: key,
                    fields: try Self.object(try #require(world.rowJSON(entity: "listing", key: key, night: night))))
         }
-        let source = SourceSpec(name: "market", kind: .marketplace,
-                                settings: .marketplace(MarketplaceSettings(detail: true)))
-        let scopes = Connectors.followUpScopes(for: source, baseURL: server.baseURL, newOrChanged: listings)
+        let source = SourceSpec(name: "market", settings: (MarketplaceSettings(detail: true)))
+        let scopes = source.followUpScopes(baseURL: server.baseURL, newOrChanged: listings)
         #expect(scopes.map(\.id) == keys.map { "detail:\($0)" })
         for (scope, listing) in zip(scopes, listings) {
             let (outcome, pages) = await Self.crawl(scope, fetcher)
@@ -139,8 +138,8 @@ import TestSupport
         let gone = try #require(world.diff(entity: "listing", night: night + 1).removed.first
             ?? world.diff(entity: "listing", night: night).removed.first)
         server.setNight(night + 1)
-        let vanished = try #require(Connectors.followUpScopes(
-            for: source, baseURL: server.baseURL,
+        let vanished = try #require(source.followUpScopes(
+            baseURL: server.baseURL,
             newOrChanged: [Record(entity: .listing, key: gone, fields: [:])]).first)
         let response = try await transport.get(HTTPRequest(url: vanished.pageURL(0)!), timeoutSeconds: 10)
         #expect(response.status == 404)

@@ -180,7 +180,7 @@ import TestSupport
             _ = try await Runner(job: job, logger: .quiet).run()
             Issue.record("the run should have been refused")
         } catch {
-            guard case .locked = error else {
+            guard error.code == .locked else {
                 Issue.record("expected .locked, got \(error)")
                 return
             }

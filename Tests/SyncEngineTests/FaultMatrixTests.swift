@@ -1,6 +1,7 @@
 import CLibXML2
 import CSV
 import Catalog
+import Connectors
 import Foundation
 import Logging
 import Snapshot
@@ -69,10 +70,10 @@ import TestSupport
             http: HTTPSettings(timeoutSeconds: timeoutSeconds, maxAttempts: 4, requestsPerMinute: [:], defaultRequestsPerMinute: nil,
                                backoffBaseSeconds: 0.5, backoffMaxSeconds: 4),
             sources: [
-                SourceSpec(name: "market", kind: .marketplace, baseURL: baseURL, removal: removal,
-                           settings: .marketplace(MarketplaceSettings(itemsPerPage: 25))),
-                SourceSpec(name: "podcasts", kind: .itunesSearch, baseURL: baseURL, removal: removal,
-                           settings: .itunesSearch(ITunesSearchSettings(terms: [Self.term], pageSize: 20))),
+                SourceSpec(name: "market", baseURL: baseURL, removal: removal,
+                           settings: (MarketplaceSettings(itemsPerPage: 25))),
+                SourceSpec(name: "podcasts", baseURL: baseURL, removal: removal,
+                           settings: (ITunesSearchSettings(terms: [Self.term], pageSize: 20))),
             ],
             exports: [
                 .csvTables(directory: "csv", options: CSVExportOptions()),

@@ -1,4 +1,5 @@
 import Catalog
+import Connectors
 import Foundation
 import SyncEngine
 import Testing
@@ -7,10 +8,10 @@ import TestSupport
 @Suite struct JobLoaderTests {
     func issues(_ yaml: String) -> [JobFileIssue] {
         do {
-            _ = try JobLoader.parse(yaml: yaml, file: "job.yml", baseDirectory: "/jobs")
+            _ = try JobLoader.parse(yaml: yaml, file: "job.yml", baseDirectory: "/jobs", rules: .cli)
             return []
         } catch {
-            if case .invalidJob(_, let issues) = error { return issues }
+            if error.code == .invalidJob { return error.issues }
             return []
         }
     }
@@ -21,7 +22,7 @@ import TestSupport
         #expect(job.simulator != nil)
         #expect(job.storePath.hasSuffix("/output/demo/snapshot.sqlite"))
         #expect(!job.storePath.contains(".."))
-        #expect(job.sources.map(\.kind) == [.itunesGenres, .itunesCharts, .itunesSearch, .podcastFeed, .marketplace])
+        #expect(job.sources.map(\.kind) == ["itunes-genres", "itunes-charts", "itunes-search", "podcast-feed", "marketplace"])
     }
 
     @Test func relativePathsResolveAgainstTheJobFolder() throws {
@@ -52,15 +53,15 @@ import TestSupport
               - {name: market, kind: marketplace, detail: true}
               - {name: mine, kind: records-file, path: data/catalog.jsonl, keyField: sku, pageSize: 500}
             """, file: "job.yml", baseDirectory: "/srv/jobs")
-        let settings = Dictionary(uniqueKeysWithValues: job.sources.map { ($0.name, $0.settings) })
-        #expect(settings["genres"] == .itunesGenres(ITunesGenresSettings(roots: [26, 34], country: "gb")))
-        #expect(settings["charts"] == .itunesCharts(ITunesChartsSettings(charts: ["toppodcasts"], limit: 50, genresFrom: "genres", genres: [1310])))
-        #expect(settings["top"] == .itunesCharts(ITunesChartsSettings(format: .v2, charts: ["music/most-played/albums"], countries: ["us", "gb"])))
+        let settings = Dictionary(uniqueKeysWithValues: job.sources.map { ($0.name, $0) })
+        #expect(settings["genres"]?.settings as? ITunesGenresSettings == ITunesGenresSettings(roots: [26, 34], country: "gb"))
+        #expect(settings["charts"]?.settings as? ITunesChartsSettings == ITunesChartsSettings(charts: ["toppodcasts"], limit: 50, genresFrom: "genres", genres: [1310]))
+        #expect(settings["top"]?.settings as? ITunesChartsSettings == ITunesChartsSettings(format: .v2, charts: ["music/most-played/albums"], countries: ["us", "gb"]))
         #expect(job.sources.first { $0.name == "top" }?.defaultBaseURL?.host == "rss.applemarketingtools.com")
-        #expect(settings["episodes"] == .itunesLookup(ITunesLookupSettings(from: "podcasts", entities: [.podcast], lookupEntity: "podcastEpisode", limit: 20)))
-        #expect(settings["feeds"] == .podcastFeed(PodcastFeedSettings(from: "podcasts", select: .all, maxFeeds: 10)))
-        #expect(settings["market"] == .marketplace(MarketplaceSettings(detail: true)))
-        #expect(settings["mine"] == .recordsFile(RecordsFileSettings(path: "/srv/jobs/data/catalog.jsonl", format: .jsonLines, keyField: "sku", pageSize: 500)))
+        #expect(settings["episodes"]?.settings as? ITunesLookupSettings == ITunesLookupSettings(from: "podcasts", entities: [.podcast], lookupEntity: "podcastEpisode", limit: 20))
+        #expect(settings["feeds"]?.settings as? PodcastFeedSettings == PodcastFeedSettings(from: "podcasts", select: .all, maxFeeds: 10))
+        #expect(settings["market"]?.settings as? MarketplaceSettings == MarketplaceSettings(detail: true))
+        #expect(settings["mine"]?.settings as? RecordsFileSettings == RecordsFileSettings(path: "/srv/jobs/data/catalog.jsonl", format: .jsonLines, keyField: "sku", pageSize: 500))
     }
 
     @Test func aDependentSourceMustNameAnEarlierSource() {

@@ -2,6 +2,45 @@ import Catalog
 import Crawl
 import Foundation
 
+/// Each selected podcast's own RSS feed (its `feedUrl`), one scope per podcast,
+/// every `<item>` an `episode` record.
+public struct PodcastFeedSettings: Sendable, Equatable {
+    /// The source holding the podcasts (their `feedUrl`).
+    public var from: String
+    public var select: InputSelection
+    /// Only these podcast keys (empty = every selected podcast).
+    public var podcasts: [String]
+    /// At most this many feeds per run, in key order.
+    public var maxFeeds: Int?
+
+    public init(from: String, select: InputSelection = .all, podcasts: [String] = [], maxFeeds: Int? = nil) {
+        self.from = from
+        self.select = select
+        self.podcasts = podcasts
+        self.maxFeeds = maxFeeds
+    }
+}
+
+extension PodcastFeedSettings: SourceKind {
+    public static let name = "podcast-feed"
+    public static let settingKeys = ["from", "select", "podcasts", "maxFeeds"]
+
+    public static func read(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader) -> Self? {
+        let from = reader.string(fields, "from", path: path, required: true) ?? ""
+        var feeds = PodcastFeedSettings(from: from)
+        if let select = reader.selection(fields, path: path) { feeds.select = select }
+        if let podcasts = reader.strings(fields, "podcasts", path: path) { feeds.podcasts = podcasts }
+        feeds.maxFeeds = reader.int(fields, "maxFeeds", path: path, range: 1...10_000_000)
+        return feeds
+    }
+
+    public var inputRequest: InputRequest? { InputRequest(source: from, entities: [.podcast], selection: select) }
+
+    public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
+        PodcastFeed.scopes(settings: self, podcasts: inputs)
+    }
+}
+
 /// Podcasts' own RSS feeds (`podcast-feed` sources): one single-page scope
 /// `feed:<podcastKey>` per podcast, fetched from the podcast's `feedUrl`,
 /// every `<item>` an `episode` record keyed `<podcastKey>|<guid>`.

@@ -10,6 +10,65 @@ import Musl
 import Darwin
 #endif
 
+/// The format of a records file.
+public enum RecordsFileFormat: String, Sendable, CaseIterable {
+    /// One JSON object per line.
+    case jsonLines = "jsonl"
+    /// RFC 4180 CSV with a header row.
+    case csv
+}
+
+/// A local JSON Lines or CSV file diffed like any API: one scope, read in pages.
+public struct RecordsFileSettings: Sendable, Equatable {
+    /// Absolute after loading (relative paths resolve against the job file).
+    public var path: String
+    /// nil = from the file name's extension.
+    public var format: RecordsFileFormat?
+    /// The field that identifies a row.
+    public var keyField: String
+    public var entity: EntityKind
+    /// Rows per page (one transaction and checkpoint each).
+    public var pageSize: Int
+
+    public init(path: String, format: RecordsFileFormat? = nil, keyField: String = "id", entity: EntityKind = .record,
+                pageSize: Int = 10_000) {
+        self.path = path
+        self.format = format
+        self.keyField = keyField
+        self.entity = entity
+        self.pageSize = pageSize
+    }
+}
+
+extension RecordsFileSettings: SourceKind {
+    public static let name = "records-file"
+    public static let settingKeys = ["path", "format", "keyField", "entity", "pageSize"]
+
+    public static func read(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader) -> Self? {
+        let file = reader.string(fields, "path", path: path, required: true) ?? ""
+        var records = RecordsFileSettings(path: reader.resolve(file))
+        if reader.value(fields, "format") != nil {
+            if let format: RecordsFileFormat = reader.choice(fields, "format", path: path, what: "records format") { records.format = format }
+        } else if !file.isEmpty {
+            switch (file as NSString).pathExtension.lowercased() {
+            case "jsonl", "ndjson": records.format = .jsonLines
+            case "csv": records.format = .csv
+            default:
+                reader.issue(reader.value(fields, "path"), reader.join(path, "path"),
+                             "cannot tell the format from '\(file)': name it .jsonl or .csv, or set format: jsonl|csv")
+            }
+        }
+        if let key = reader.string(fields, "keyField", path: path) { records.keyField = key }
+        if let entities = reader.entityKinds(fields, "entity", path: path), let entity = entities.first { records.entity = entity }
+        if let n = reader.int(fields, "pageSize", path: path, range: 1...1_000_000) { records.pageSize = n }
+        return records
+    }
+
+    public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
+        RecordsFile.scopes(settings: self)
+    }
+}
+
 /// A local JSON Lines or CSV file diffed like an API (`records-file`
 /// sources): one scope `file:<basename>` whose page `i` is rows
 /// `[i·pageSize, (i+1)·pageSize)`, read from disk and handed to the crawl as
@@ -65,7 +124,7 @@ public enum RecordsFile {
     /// Decodes one page as ``RecordsFileReader`` hands it over: JSON Lines,
     /// or CSV whose first row is the file's header.
     ///
-    /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` naming the file
+    /// - Throws: ``StoreSyncError/malformedFile(path:line:column:reason:)`` naming the file
     ///   path and the line (and column, for JSON) of the first malformed row.
     public static func decodePage(_ response: HTTPResponse, settings: RecordsFileSettings,
                                   memory: (any RowMemory)? = nil) throws(StoreSyncError) -> DecodedPage<Record> {
@@ -171,12 +230,12 @@ enum JSONLinesDecoder {
                     do throws(JSONSyntaxError) {
                         value = try JSONParser.parse(row)
                     } catch {
-                        chunk.error = .malformedPage(url: settings.path,
+                        chunk.error = .malformedFile(path: settings.path, line: nil,
                                                      reason: "line \(line.number), column \(error.column): \(error.message)")
                         break
                     }
                     guard case .object(let fields) = value else {
-                        chunk.error = .malformedPage(url: settings.path,
+                        chunk.error = .malformedFile(path: settings.path, line: nil,
                                                      reason: "line \(line.number): expected a JSON object, found \(kind(of: value))")
                         break
                     }
@@ -223,7 +282,7 @@ enum CSVDecoder {
         let headerLine = parser.line
         guard let header = try parser.row() else { return DecodedPage(items: [], rowCount: 0) }
         func headerError(_ problem: String) -> StoreSyncError {
-            .malformedPage(url: settings.path, reason: "line \(headerLine): \(problem)")
+            .malformedFile(path: settings.path, line: nil, reason: "line \(headerLine): \(problem)")
         }
         guard header.contains(settings.keyField) else {
             throw headerError("the header has no '\(settings.keyField)' column (the key field); "
@@ -244,7 +303,7 @@ enum CSVDecoder {
             let line = parser.line
             guard let values = try parser.row() else { break }
             guard values.count == header.count else {
-                throw .malformedPage(url: settings.path, reason:
+                throw .malformedFile(path: settings.path, line: nil, reason:
                     "line \(line): \(values.count) field\(values.count == 1 ? "" : "s"), the header has \(header.count)")
             }
             parsed.append((line, values))
@@ -327,7 +386,7 @@ struct CSVRowParser {
         var escaped: [UInt8]?
         while true {
             guard index < buffer.count else {
-                throw .malformedPage(url: path, reason: "line \(openedOn): quoted field not closed before the end of the file")
+                throw .malformedFile(path: path, line: nil, reason: "line \(openedOn): quoted field not closed before the end of the file")
             }
             let byte = buffer[index]
             if byte == Self.quote {
@@ -347,7 +406,7 @@ struct CSVRowParser {
                 guard index == buffer.count || buffer[index] == Self.comma || buffer[index] == Self.lf else {
                     let byte = buffer[index]
                     let shown = (0x21..<0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
-                    throw .malformedPage(url: path, reason: "line \(line): unexpected \(shown) after a closing quote "
+                    throw .malformedFile(path: path, line: nil, reason: "line \(line): unexpected \(shown) after a closing quote "
                         + "(quotes inside a quoted field are written \"\")")
                 }
                 return value
@@ -447,7 +506,7 @@ final class RecordsFileReader: Sendable {
     /// Page `index`: its rows' bytes (CSV: preceded by the header row), with
     /// the first row's line number and whether rows follow in headers.
     func page(_ index: Int) throws(StoreSyncError) -> HTTPResponse {
-        guard index >= 0 else { throw .fetchFailed(url: path, reason: "page \(index) does not exist") }
+        guard index >= 0 else { throw .inputUnreadable(path: path, reason: "page \(index) does not exist") }
         return try state.withLock { state throws(StoreSyncError) -> HTTPResponse in
             let stream = try open(&state)
             // Reach the page: from where the stream stands when that is its start
@@ -551,16 +610,16 @@ final class RowStream {
     init(path: String) throws(StoreSyncError) {
         self.path = path
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .fetchFailed(url: path, reason: "cannot open the records file: \(Self.lastError())") }
+        guard fd >= 0 else { throw .inputUnreadable(path: path, reason: "cannot open the records file: \(Self.lastError())") }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             let reason = Self.lastError()
             close(fd)
-            throw .fetchFailed(url: path, reason: "cannot read the records file's attributes: \(reason)")
+            throw .inputUnreadable(path: path, reason: "cannot read the records file's attributes: \(reason)")
         }
         guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG) else {
             close(fd)
-            throw .fetchFailed(url: path, reason: "not a regular file")
+            throw .inputUnreadable(path: path, reason: "not a regular file")
         }
         #if canImport(Darwin)
         let modified = info.st_mtimespec
@@ -597,7 +656,7 @@ final class RowStream {
             let n = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress, Self.blockSize, off_t(blockStart)) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw .fetchFailed(url: path, reason: "read failed at byte \(blockStart) (line \(line)): \(Self.lastError())")
+                throw .inputUnreadable(path: path, reason: "read failed at byte \(blockStart) (line \(line)): \(Self.lastError())")
             }
             if n == 0 {
                 atEnd = true

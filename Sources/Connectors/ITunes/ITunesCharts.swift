@@ -2,6 +2,90 @@ import Catalog
 import Crawl
 import Foundation
 
+/// Which chart API a charts source reads.
+public enum ChartFeedFormat: String, Sendable, CaseIterable {
+    /// `/{cc}/rss/{chart}/limit={n}/genre={id}/json`, per genre.
+    case legacy
+    /// `/api/v2/{cc}/{media}/{chart}/{n}/{type}.json` (rss.applemarketingtools.com), no genres.
+    case v2
+}
+
+/// Top charts: every chart × country × genre is one single-page scope. Each
+/// entry becomes a `chart-entry` record (fields named by ``ChartEntry``) plus
+/// the charted item itself.
+public struct ITunesChartsSettings: Sendable, Equatable {
+    public var format: ChartFeedFormat
+    /// Legacy: chart names (`toppodcasts`, `topsongs`, `topalbums`…).
+    /// v2: `media/chart/type` (`music/most-played/albums`, `podcasts/top/podcasts`).
+    public var charts: [String]
+    public var countries: [String]
+    /// Entries per chart (legacy ≤ 200, v2 ≤ 100).
+    public var limit: Int
+    /// A genres source of this job: chart every genre it holds (legacy only).
+    public var genresFrom: String?
+    /// Only these genre ids (legacy only); with `genresFrom`, a filter of its genres.
+    public var genres: [Int]
+    /// Also crawl the all-genres chart.
+    public var includeAllGenres: Bool
+
+    public init(format: ChartFeedFormat = .legacy, charts: [String] = ["toppodcasts"], countries: [String] = ["us"],
+                limit: Int = 100, genresFrom: String? = nil, genres: [Int] = [], includeAllGenres: Bool = true) {
+        self.format = format
+        self.charts = charts
+        self.countries = countries
+        self.limit = limit
+        self.genresFrom = genresFrom
+        self.genres = genres
+        self.includeAllGenres = includeAllGenres
+    }
+}
+
+extension ITunesChartsSettings: SourceKind {
+    public static let name = "itunes-charts"
+    public static let settingKeys = ["format", "charts", "country", "countries", "limit", "genresFrom", "genres", "includeAllGenres"]
+
+    public static func read(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader) -> Self? {
+        var charts = ITunesChartsSettings()
+        if let format: ChartFeedFormat = reader.choice(fields, "format", path: path, what: "chart format") { charts.format = format }
+        if let names = reader.strings(fields, "charts", path: path) {
+            for (n, chart) in names.enumerated() {
+                let parts = chart.split(separator: "/", omittingEmptySubsequences: false)
+                let valid = charts.format == .v2
+                    ? parts.count == 3 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } }
+                    : !chart.isEmpty && chart.allSatisfy { $0.isLetter || $0.isNumber }
+                if !valid {
+                    reader.issue(reader.value(fields, "charts"), "\(reader.join(path, "charts"))[\(n)]", charts.format == .v2
+                                 ? "a v2 chart is media/chart/type, e.g. music/most-played/albums; got '\(chart)'"
+                                 : "a legacy chart is a name such as toppodcasts or topsongs; got '\(chart)'")
+                }
+            }
+            charts.charts = names
+        }
+        if let countries = reader.countries(fields, path: path) { charts.countries = countries }
+        if let n = reader.int(fields, "limit", path: path, range: 1...(charts.format == .v2 ? 100 : 200)) { charts.limit = n }
+        charts.genresFrom = reader.string(fields, "genresFrom", path: path)
+        if let genres = reader.ints(fields, "genres", path: path, range: 1...Int(Int32.max)) { charts.genres = genres }
+        if let flag = reader.bool(fields, "includeAllGenres", path: path) { charts.includeAllGenres = flag }
+        if charts.format == .v2, charts.genresFrom != nil || !charts.genres.isEmpty {
+            reader.issue(reader.value(fields, "genresFrom") ?? reader.value(fields, "genres"), path,
+                         "v2 charts have no genres: remove genresFrom/genres or use format: legacy")
+        }
+        return charts
+    }
+
+    public var defaultBaseURL: URL? {
+        format == .v2 ? URL(string: "https://rss.applemarketingtools.com")! : ITunesSearch.itunesBaseURL
+    }
+
+    public var inputRequest: InputRequest? {
+        genresFrom.map { InputRequest(source: $0, entities: [.genre], selection: .all) }
+    }
+
+    public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
+        ITunesCharts.scopes(settings: self, baseURL: baseURL, genres: inputs)
+    }
+}
+
 /// Top charts: the legacy iTunes RSS feeds (`/{cc}/rss/{chart}/limit={n}[/genre={id}]/json`)
 /// and the marketing-tools RSS v2 feeds (`/api/v2/{cc}/{media}/{chart}/{n}/{type}.json`).
 ///

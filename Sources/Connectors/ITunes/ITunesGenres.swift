@@ -2,6 +2,45 @@ import Catalog
 import Crawl
 import Foundation
 
+/// iTunes genre tree (`/WebObjects/MZStoreServices.woa/ws/genres?id=`): one
+/// scope per root, every genre of the tree a `genre` record.
+public struct ITunesGenresSettings: Sendable, Equatable {
+    /// Root genre ids: 26 Podcasts, 34 Music, 33 Movies, 36 Apps.
+    public var roots: [Int]
+    public var country: String?
+
+    public init(roots: [Int] = [26], country: String? = nil) {
+        self.roots = roots
+        self.country = country
+    }
+}
+
+extension ITunesGenresSettings: SourceKind {
+    public static let name = "itunes-genres"
+    public static let settingKeys = ["roots", "country"]
+    static let roots = [26: "Podcasts", 34: "Music", 33: "Movies", 36: "Apps"]
+
+    public static func read(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader) -> Self? {
+        var genres = ITunesGenresSettings()
+        if let roots = reader.ints(fields, "roots", path: path, range: 1...Int(Int32.max)) {
+            for (n, root) in roots.enumerated() where !Self.roots.keys.contains(root) {
+                reader.issue(reader.value(fields, "roots"), "\(reader.join(path, "roots"))[\(n)]",
+                             "\(root) is not a genre root; roots are "
+                             + Self.roots.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
+            genres.roots = roots
+        }
+        genres.country = reader.countries(fields, path: path)?.first
+        return genres
+    }
+
+    public var defaultBaseURL: URL? { ITunesSearch.itunesBaseURL }
+
+    public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
+        ITunesGenres.scopes(settings: self, baseURL: baseURL)
+    }
+}
+
 /// The iTunes genres service (`/WebObjects/MZStoreServices.woa/ws/genres?id=`):
 /// one single-page scope per root genre, every node of its tree a `genre` record.
 ///

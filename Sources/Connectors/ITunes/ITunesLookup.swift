@@ -2,6 +2,59 @@ import Catalog
 import Crawl
 import Foundation
 
+/// iTunes Lookup (`/lookup?id=`): detail for records of an earlier source.
+public struct ITunesLookupSettings: Sendable, Equatable {
+    /// The source whose records are looked up.
+    public var from: String
+    /// Only upstream records of these entities (empty = all).
+    public var entities: [EntityKind]
+    public var select: InputSelection
+    /// `entity=` of the lookup, e.g. `podcastEpisode` for a podcast's episodes
+    /// (then each looked-up id is its own scope, so missing episodes can be removed).
+    public var lookupEntity: String?
+    /// Ids per request, 1...200.
+    public var batchSize: Int
+    /// Children per looked-up id (`limit=`), with `lookupEntity`.
+    public var limit: Int
+    public var country: String?
+
+    public init(from: String, entities: [EntityKind] = [], select: InputSelection = .newOrChanged,
+                lookupEntity: String? = nil, batchSize: Int = 200, limit: Int = 200, country: String? = nil) {
+        self.from = from
+        self.entities = entities
+        self.select = select
+        self.lookupEntity = lookupEntity
+        self.batchSize = batchSize
+        self.limit = limit
+        self.country = country
+    }
+}
+
+extension ITunesLookupSettings: SourceKind {
+    public static let name = "itunes-lookup"
+    public static let settingKeys = ["from", "entities", "select", "lookupEntity", "batchSize", "limit", "country"]
+
+    public static func read(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader) -> Self? {
+        let from = reader.string(fields, "from", path: path, required: true) ?? ""
+        var lookup = ITunesLookupSettings(from: from)
+        if let entities = reader.entityKinds(fields, "entities", path: path) { lookup.entities = entities }
+        if let select = reader.selection(fields, path: path) { lookup.select = select }
+        lookup.lookupEntity = reader.string(fields, "lookupEntity", path: path)
+        if let n = reader.int(fields, "batchSize", path: path, range: 1...200) { lookup.batchSize = n }
+        if let n = reader.int(fields, "limit", path: path, range: 1...200) { lookup.limit = n }
+        lookup.country = reader.countries(fields, path: path)?.first
+        return lookup
+    }
+
+    public var defaultBaseURL: URL? { ITunesSearch.itunesBaseURL }
+
+    public var inputRequest: InputRequest? { InputRequest(source: from, entities: entities, selection: select) }
+
+    public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
+        ITunesLookup.scopes(settings: self, baseURL: baseURL, items: inputs)
+    }
+}
+
 /// iTunes Lookup (`/lookup?id=`): detail for the records of an earlier source.
 ///
 /// Two shapes, chosen by `lookupEntity`:

@@ -2,8 +2,64 @@ import Catalog
 import Crawl
 import Foundation
 
+/// iTunes Search: every term × country is one scope, paged by `offset`.
+public struct ITunesSearchSettings: Sendable, Equatable {
+    public var terms: [String]
+    public var media: String
+    public var entity: String?
+    public var countries: [String]
+    /// Rows per request, 1...200.
+    public var pageSize: Int
+    /// Stop a scope after this many rows even if pages keep coming.
+    public var maxResults: Int
+
+    public init(terms: [String], media: String = "podcast", entity: String? = nil,
+                countries: [String] = ["us"], pageSize: Int = 200, maxResults: Int = 2_000) {
+        self.terms = terms
+        self.media = media
+        self.entity = entity
+        self.countries = countries
+        self.pageSize = pageSize
+        self.maxResults = maxResults
+    }
+}
+
+extension ITunesSearchSettings: SourceKind {
+    public static let name = "itunes-search"
+    public static let settingKeys = ["terms", "media", "entity", "country", "countries", "pageSize", "maxResults"]
+    static let media = ["movie", "podcast", "music", "musicVideo", "audiobook", "shortFilm", "tvShow", "software", "ebook", "all"]
+
+    public static func read(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader) -> Self? {
+        let terms = reader.strings(fields, "terms", path: path) ?? []
+        if terms.isEmpty {
+            reader.issue(reader.value(fields, "terms") ?? reader.anchor(fields), reader.join(path, "terms"), "is required: a list of search terms")
+        }
+        var search = ITunesSearchSettings(terms: terms)
+        if let media = reader.string(fields, "media", path: path) {
+            if Self.media.contains(media) { search.media = media } else {
+                reader.issue(reader.value(fields, "media"), reader.join(path, "media"),
+                             "unknown media '\(media)'; one of \(Self.media.joined(separator: ", "))")
+            }
+        }
+        search.entity = reader.string(fields, "entity", path: path)
+        if let countries = reader.countries(fields, path: path) { search.countries = countries }
+        if let n = reader.int(fields, "pageSize", path: path, range: 1...200) { search.pageSize = n }
+        if let n = reader.int(fields, "maxResults", path: path, range: 1...1_000_000) { search.maxResults = n }
+        return search
+    }
+
+    public var defaultBaseURL: URL? { ITunesSearch.itunesBaseURL }
+
+    public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
+        ITunesSearch.scopes(settings: self, baseURL: baseURL)
+    }
+}
+
 /// iTunes Search API (`/search`) and the shared row mapping of Search and Lookup.
 public enum ITunesSearch {
+    /// The real iTunes Store services (Search, Lookup, genres, legacy charts).
+    static let itunesBaseURL = URL(string: "https://itunes.apple.com")!
+
     static func scopes(settings: ITunesSearchSettings, baseURL: URL) -> [CrawlScope] {
         let pageSize = min(max(settings.pageSize, 1), 200)
         var scopes: [CrawlScope] = []

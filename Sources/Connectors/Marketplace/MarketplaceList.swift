@@ -2,6 +2,47 @@ import Catalog
 import Crawl
 import Foundation
 
+/// Marketplace product list, paged by `page_no` until `has_next` is false.
+public struct MarketplaceSettings: Sendable, Equatable {
+    public var itemsPerPage: Int
+    public var maxPages: Int
+    /// Also fetch `/api/products/{id}` for products new or changed in this run
+    /// (stored as `listing-detail` records).
+    public var detail: Bool
+
+    public init(itemsPerPage: Int = 100, maxPages: Int = 10_000, detail: Bool = false) {
+        self.itemsPerPage = itemsPerPage
+        self.maxPages = maxPages
+        self.detail = detail
+    }
+}
+
+extension MarketplaceSettings: SourceKind {
+    public static let name = "marketplace"
+    public static let settingKeys = ["itemsPerPage", "maxPages", "detail"]
+
+    public static func read(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader) -> Self? {
+        var market = MarketplaceSettings()
+        if let n = reader.int(fields, "itemsPerPage", path: path, range: 1...1000) { market.itemsPerPage = n }
+        if let n = reader.int(fields, "maxPages", path: path, range: 1...1_000_000) { market.maxPages = n }
+        if let flag = reader.bool(fields, "detail", path: path) { market.detail = flag }
+        return market
+    }
+
+    public var defaultBaseURL: URL? { URL(string: "https://openmarket.yagom-academy.kr")! }
+
+    public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
+        MarketplaceList.scopes(settings: self, baseURL: baseURL)
+    }
+
+    public var hasFollowUps: Bool { detail }
+
+    public func followUpScopes(baseURL: URL, newOrChanged: [Record]) -> [CrawlScope] {
+        guard detail else { return [] }
+        return MarketplaceDetail.scopes(baseURL: baseURL, listings: newOrChanged.filter { $0.entity == .listing })
+    }
+}
+
 /// The marketplace product list (`/api/products?page_no=&items_per_page=`).
 public enum MarketplaceList {
     static func scopes(settings: MarketplaceSettings, baseURL: URL) -> [CrawlScope] {

@@ -1,0 +1,209 @@
+import Foundation
+
+/// The embedded simulator's world.
+public struct SimulatorSpec: Sendable, Equatable {
+    public var seed: UInt64
+    public var podcasts: Int
+    public var products: Int
+    /// Fractions per night.
+    public var changed: Double
+    public var added: Double
+    public var removed: Double
+    /// Fault specs (`NAME[:VALUE]`, see `storesync simulate --help`), none by default.
+    public var faults: [String]
+
+    public init(seed: UInt64 = 42, podcasts: Int = 2_000, products: Int = 1_000,
+                changed: Double = 0.02, added: Double = 0.01, removed: Double = 0.01, faults: [String] = []) {
+        self.faults = faults
+        self.seed = seed
+        self.podcasts = podcasts
+        self.products = products
+        self.changed = changed
+        self.added = added
+        self.removed = removed
+    }
+}
+
+public struct HTTPSettings: Sendable, Equatable {
+    public var timeoutSeconds: Double
+    public var userAgent: String
+    public var maxAttempts: Int
+    /// Requests per minute per host; hosts not listed use `defaultRequestsPerMinute`.
+    public var requestsPerMinute: [String: Double]
+    /// nil = unlimited (the simulator); the real iTunes host defaults to 20.
+    public var defaultRequestsPerMinute: Double?
+    /// Exponential backoff base for retries.
+    public var backoffBaseSeconds: Double
+    public var backoffMaxSeconds: Double
+    /// Requests a host may send back to back before the per-minute pace applies (token bucket size).
+    public var burst: Int
+    /// Scopes of one source crawled at once (pages of one scope stay in order).
+    public var concurrency: Int
+    /// Consecutive failed pages after which a source stops (its remaining scopes incomplete).
+    public var circuitBreakerThreshold: Int
+    /// How long a response fetched in this run is reused for the same URL; 0 = never.
+    public var cacheTTLSeconds: Double
+
+    public init(
+        timeoutSeconds: Double = 30, userAgent: String = "storesync/0.1 (+https://github.com/storesync/storesync)",
+        maxAttempts: Int = 4, requestsPerMinute: [String: Double] = ["itunes.apple.com": 20],
+        defaultRequestsPerMinute: Double? = nil, backoffBaseSeconds: Double = 1, backoffMaxSeconds: Double = 60,
+        burst: Int = 1, concurrency: Int = 4, circuitBreakerThreshold: Int = 5, cacheTTLSeconds: Double = 600
+    ) {
+        self.burst = burst
+        self.concurrency = concurrency
+        self.circuitBreakerThreshold = circuitBreakerThreshold
+        self.cacheTTLSeconds = cacheTTLSeconds
+        self.timeoutSeconds = timeoutSeconds
+        self.userAgent = userAgent
+        self.maxAttempts = maxAttempts
+        self.requestsPerMinute = requestsPerMinute
+        self.defaultRequestsPerMinute = defaultRequestsPerMinute
+        self.backoffBaseSeconds = backoffBaseSeconds
+        self.backoffMaxSeconds = backoffMaxSeconds
+    }
+
+    /// The rate limit that applies to `host`, if any.
+    public func requestsPerMinute(forHost host: String) -> Double? {
+        requestsPerMinute[host.lowercased()] ?? defaultRequestsPerMinute
+    }
+}
+
+/// When a record that is no longer listed may be removed (Invariant 2).
+public struct RemovalPolicy: Sendable, Equatable {
+    /// Consecutive complete crawls of its scope that must miss a record first.
+    public var afterMisses: Int
+    /// Never remove more than this fraction of a scope in one run.
+    public var maxRatio: Double
+
+    public init(afterMisses: Int = 2, maxRatio: Double = 0.10) {
+        self.afterMisses = afterMisses
+        self.maxRatio = maxRatio
+    }
+}
+
+/// Which upstream records a dependent source works on.
+public enum InputSelection: String, Sendable, CaseIterable {
+    /// Only records the upstream source added or changed in this run: the
+    /// cheap nightly default, since unchanged items need no new detail.
+    case newOrChanged = "new-or-changed"
+    /// Every current record of the upstream source.
+    case all
+}
+
+/// One output of a job. Paths are relative to the job's output folder and
+/// may hold the template variables of ``PathTemplate``.
+public enum ExportSpec: Sendable, Equatable {
+    /// A consumer SQLite database with one typed table per entity.
+    case sqlite(path: String)
+    /// A CSV per entity of all current records, named `{entity}.csv` in `directory`.
+    case csvTables(directory: String, options: CSVExportOptions)
+    /// The changes of the run (one row per changed field).
+    case csvChanges(path: String, options: CSVExportOptions)
+    /// An RSS 2.0 and/or Atom 1.0 feed of one kind, optionally one per genre or country.
+    case feed(FeedExportSpec)
+    /// OPML lists of podcast feed URLs, importable into podcast apps.
+    case opml(OPMLExportSpec)
+    /// The run's JSON summary.
+    case runReport(path: String)
+    /// The run's metrics in Prometheus text format (node_exporter textfile collector).
+    case metrics(path: String)
+
+    /// Reports describe the finished run, so they are written after the data exports.
+    public var isReport: Bool {
+        switch self {
+        case .runReport, .metrics: true
+        default: false
+        }
+    }
+}
+
+/// What a feed lists.
+public enum FeedKind: String, Sendable, CaseIterable {
+    /// Podcasts by their latest episode date, newest first.
+    case podcastsUpdated = "podcasts-updated"
+    /// Podcasts first seen most recently (by the run that added them).
+    case podcastsNew = "podcasts-new"
+    /// Podcast episodes by release date, newest first.
+    case episodesNew = "episodes-new"
+    /// Songs, albums and other music by release date, newest first.
+    case musicNew = "music-new"
+    /// Marketplace listings first seen most recently.
+    case listingsNew = "listings-new"
+    /// Marketplace listings whose price went down in recent runs.
+    case priceDrops = "price-drops"
+    /// What changed in this run: one item per added, changed or removed record.
+    case changes
+    /// A chart in rank order (top podcasts, top songs, top albums…): set `chart`.
+    case top
+
+    /// Whether items carry podcast metadata (`itunes:` elements in RSS).
+    public var isPodcast: Bool { self == .podcastsUpdated || self == .podcastsNew || self == .episodesNew }
+
+    /// Feeds whose files may be split by `{genre}` and `{country}`.
+    public var isGroupable: Bool { self != .changes }
+}
+
+public struct FeedExportSpec: Sendable, Equatable {
+    public var kind: FeedKind
+    /// For `top` feeds: the chart's name (`toppodcasts`, `topsongs`, `most-played`…).
+    public var chart: String?
+    /// Channel artwork and author (podcast apps show them).
+    public var imageURL: String?
+    public var author: String?
+    /// RSS 2.0 file (template), if wanted.
+    public var rssPath: String?
+    /// Atom 1.0 file (template), if wanted.
+    public var atomPath: String?
+    /// Template, e.g. `New {genre} podcasts`.
+    public var title: String
+    /// Public URL the RSS file is served at (template); the Atom file's is derived from `atomURL` or this.
+    public var selfURL: String
+    public var atomURL: String?
+    public var link: String
+    public var description: String
+    public var limit: Int
+
+    public init(kind: FeedKind, rssPath: String?, atomPath: String?, title: String, selfURL: String, atomURL: String? = nil,
+                link: String, description: String, limit: Int = 100, chart: String? = nil, imageURL: String? = nil,
+                author: String? = nil) {
+        self.kind = kind
+        self.chart = chart
+        self.imageURL = imageURL
+        self.author = author
+        self.rssPath = rssPath
+        self.atomPath = atomPath
+        self.title = title
+        self.selfURL = selfURL
+        self.atomURL = atomURL
+        self.link = link
+        self.description = description
+        self.limit = limit
+    }
+}
+
+public struct OPMLExportSpec: Sendable, Equatable {
+    /// Template: with `{genre}`, one file per genre; without, one file with an outline per genre.
+    public var path: String
+    public var title: String
+
+    public init(path: String, title: String) {
+        self.path = path
+        self.title = title
+    }
+}
+
+public struct CSVExportOptions: Sendable, Equatable {
+    public var delimiter: String
+    public var byteOrderMark: Bool
+    public var crlf: Bool
+    public var neutralizeFormulas: Bool
+
+    public init(delimiter: String = ",", byteOrderMark: Bool = false, crlf: Bool = true, neutralizeFormulas: Bool = true) {
+        self.delimiter = delimiter
+        self.byteOrderMark = byteOrderMark
+        self.crlf = crlf
+        self.neutralizeFormulas = neutralizeFormulas
+    }
+}
+

@@ -1,0 +1,21 @@
+import Catalog
+import Crawl
+import Logging
+import StoreSim
+import SyncEngine
+
+/// The one place the CLI decides what a job's runs talk to: a job with a
+/// `simulator:` section gets the embedded simulator, every other job the
+/// real services. The engine itself never links the simulator.
+enum Wiring {
+    /// Job-file rules: the standard source kinds, and the simulator's faults checked at load.
+    static let rules = JobFileRules(checkFaults: SimulatedServices.checkFaults)
+
+    static func load(_ path: String) throws(StoreSyncError) -> JobSpec {
+        try JobLoader.load(path: path, rules: rules)
+    }
+
+    static func environment(for job: JobSpec, logger: Logger) -> RunEnvironment {
+        RunEnvironment(services: job.simulator.map(SimulatedServices.init) ?? LiveServices(), logger: logger)
+    }
+}
