@@ -340,8 +340,8 @@ enum Endpoints {
         let timeline = world.podcasts.timeline
         let since = timeline.history(i, night: night).lastAnyChange ?? timeline.birthNight(i)
         let stamp = itunesStamp(since).adding(hours: 7)
-        guard let body = PodcastFeed.body(world.podcasts, i, night: night, lastBuild: stamp) else { return notFound() }
-        return validated(body, contentType: PodcastFeed.contentType, lastModified: stamp, conditions: conditions)
+        guard let body = SimulatedFeed.body(world.podcasts, i, night: night, lastBuild: stamp) else { return notFound() }
+        return validated(body, contentType: SimulatedFeed.contentType, lastModified: stamp, conditions: conditions)
     }
 
     static func notFound() -> SimResponse {
@@ -466,15 +466,6 @@ enum Endpoints {
         guard let text else { return value }
         guard let number = Int(text), number >= 1 else { return nil }
         return number
-    }
-
-    /// A strong ETag over the body bytes; a matching `If-None-Match` gets 304.
-    static func withETag(_ body: [UInt8], ifNoneMatch: String?) -> SimResponse {
-        let etag = "\"\(ContentHash(bytes: body).description)\""
-        if let ifNoneMatch, etagMatches(etag, ifNoneMatch) {
-            return SimResponse(status: 304, etag: etag, body: [])
-        }
-        return SimResponse(status: 200, contentType: jsonContentType, etag: etag, body: body)
     }
 
     /// `If-None-Match` uses the weak comparison (RFC 9110 §13.1.2): `W/` is ignored; `*` matches anything.

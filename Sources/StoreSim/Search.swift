@@ -41,8 +41,6 @@ extension World {
         return entities[chosen]
     }
 
-    private static let hitCodes = ["podcast", "song", "album", "artist", "movie", "app", "audiobook", "ebook"]
-
     /// Items matching any of `words` (lower-cased), interleaved across
     /// `entities` one by one, each catalog in index ("relevance") order.
     func searchHits(entities: [String], words: [String], country: Storefront = .us, allowExplicit: Bool = true,

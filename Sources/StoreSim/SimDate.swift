@@ -1,3 +1,5 @@
+import Catalog
+
 /// Calendar arithmetic for the simulated world, without Foundation's
 /// `DateFormatter` (locale- and time-zone-sensitive, slow for a million rows).
 /// A date is a day number counted from 1970-01-01 (proleptic Gregorian, UTC).
@@ -26,29 +28,13 @@ struct SimDate: Sendable, Equatable, Comparable {
         return SimDate(day: day + carry, seconds: total - carry * 86_400)
     }
 
-    /// Day count from a civil date (H. Hinnant's `days_from_civil`).
+    /// Day count from a civil date.
     static func days(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        CivilDate.days(year: year, month: month, day: day)
     }
 
-    /// Civil date from a day count (H. Hinnant's `civil_from_days`).
-    var civil: (year: Int, month: Int, day: Int) {
-        let z = day + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
-    }
+    /// Civil date from the day count.
+    var civil: (year: Int, month: Int, day: Int) { CivilDate.date(fromDays: day) }
 
     private static func pad(_ value: Int, _ width: Int) -> String {
         let text = String(value)

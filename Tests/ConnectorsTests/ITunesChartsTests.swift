@@ -349,6 +349,27 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
         #expect(Set(items.map(\.key)) == (emitsItems ? Set(truth) : []), "\(label)", sourceLocation: sourceLocation)
     }
 
+    /// `format: legacy-xml` reads the Atom form of the same legacy feeds:
+    /// the same scopes, the same chart records as the JSON form.
+    @Test func legacyXMLFormatCrawlsTheSameChartsAsJSON() async throws {
+        try await SimulatorHarness.with(world: world, night: night) { sim in
+            let json = ITunesChartsSettings(charts: ["toppodcasts"], countries: ["us"], limit: 25, genres: [1310])
+            var xml = json
+            xml.format = .legacyXML
+            let xmlScopes = sim.scopes(source(xml))
+            #expect(xmlScopes.map(\.id) == sim.scopes(source(json)).map(\.id))
+            #expect(xmlScopes.allSatisfy { $0.pageURL(0)?.path.hasSuffix("/xml") == true })
+            let fromXML = await sim.crawl(xmlScopes)
+            let fromJSON = await sim.crawl(sim.scopes(source(json)))
+            #expect(fromXML.allSatisfy { $0.outcome.isComplete })
+            for (a, b) in zip(fromXML, fromJSON) {
+                expectTruth(a, truthChart: "toppodcasts", genre: a.scope.id.hasSuffix(":all") ? nil : "1310", country: "us",
+                            limit: 25, emitsItems: true)
+                #expect(a.records(.chartEntry).map(\.key) == b.records(.chartEntry).map(\.key))
+            }
+        }
+    }
+
     @Test func legacyChartsOverTheCrawledGenreTree() async throws {
         try await SimulatorHarness.with(world: world, night: night) { sim in
             // The genre tree comes from the simulator too, as a job's genres source would.

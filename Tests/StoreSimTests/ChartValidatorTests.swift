@@ -182,7 +182,7 @@ import Testing
             let i = try #require(world.podcasts.index(forKey: key))
             guard world.podcasts.episodeNumbers(i, night: night) != nil else { continue }
             let since = world.versionNight(resource: "test-feed|\(i)", night: night) {
-                PodcastFeed.body(world.podcasts, i, night: $0, lastBuild: nil)
+                SimulatedFeed.body(world.podcasts, i, night: $0, lastBuild: nil)
             }
             #expect(request(world, night: night, "/feeds/\(key).xml").lastModified
                 == Endpoints.itunesStamp(since).adding(hours: 7).httpDate, "podcast \(key)")

@@ -190,7 +190,7 @@ struct SampleShapeTests {
             world.podcasts.episodeNumbers(world.podcasts.index(forKey: $0) ?? -1, night: night) != nil
         })
         let response = request(world, night: night, "/feeds/\(key).xml")
-        #expect(response.status == 200 && response.contentType == PodcastFeed.contentType)
+        #expect(response.status == 200 && response.contentType == SimulatedFeed.contentType)
         let names = try #require(xmlElementNames(response.body), "the feed is not well-formed XML")
         #expect(Set(names).isSubset(of: Set(sample)), "\(Set(names).subtracting(sample))")
         for required in ["channel", "item", "enclosure", "guid", "pubDate", "itunes:duration", "itunes:image",

@@ -138,7 +138,7 @@ import Testing
         let enclosures = elements.filter { $0.name == "enclosure" }.compactMap { $0.attributes["url"] }
         #expect(enclosures == rows.dropFirst().compactMap { $0["episodeUrl"]?.stringValue })
         let durations = elements.filter { $0.name == "itunes:duration" }.map(\.text)
-        #expect(durations == rows.dropFirst().compactMap { $0["trackTimeMillis"]?.intValue }.map { PodcastFeed.duration(Int($0)) })
+        #expect(durations == rows.dropFirst().compactMap { $0["trackTimeMillis"]?.intValue }.map { SimulatedFeed.duration(Int($0)) })
         let pubDates = elements.filter { $0.name == "pubDate" }.map(\.text)
         let releaseDates = rows.dropFirst().compactMap { $0["releaseDate"]?.stringValue }
         #expect(pubDates == releaseDates.compactMap { World.parseISODate($0)?.rfc2822 })

@@ -1,3 +1,4 @@
+import Catalog
 import Foundation
 
 /// Dates and durations as podcast feeds write them.
@@ -242,21 +243,8 @@ public enum FeedDate {
         guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
               (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second),
               (1...9999).contains(year) else { return nil }
-        // Through seconds since the epoch, so a zone offset may move the day,
-        // month or year (and a leap second rolls into the next minute).
-        let local = daysFromCivil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
-        let utc = local - offsetSeconds
-        let days = utc >= 0 ? utc / 86_400 : (utc - 86_399) / 86_400
-        let secondsOfDay = utc - days * 86_400
-        let (y, m, d) = civil(fromDays: days)
-        guard (1...9999).contains(y) else { return nil }
-        return pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T" + pad(secondsOfDay / 3600, 2) + ":"
-            + pad(secondsOfDay / 60 % 60, 2) + ":" + pad(secondsOfDay % 60, 2) + "Z"
-    }
-
-    private static func pad(_ n: Int, _ width: Int) -> String {
-        let s = String(n)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        return CivilDate.utcTimestamp(year: year, month: month, day: day, hour: hour, minute: minute, second: second,
+                                      offsetSeconds: offsetSeconds)
     }
 
     static func daysIn(month: Int, year: Int) -> Int {
@@ -265,27 +253,5 @@ public enum FeedDate {
         case 4, 6, 9, 11: 30
         default: 31
         }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civil(fromDays days: Int) -> (Int, Int, Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp + (mp < 10 ? 3 : -9)
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 }

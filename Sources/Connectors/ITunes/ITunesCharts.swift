@@ -6,6 +6,9 @@ import Foundation
 public enum ChartFeedFormat: String, Sendable, CaseIterable {
     /// `/{cc}/rss/{chart}/limit={n}/genre={id}/json`, per genre.
     case legacy
+    /// The same legacy feeds as Atom XML (`…/xml`), for storefronts or
+    /// proxies that serve only that form; the same records as `legacy`.
+    case legacyXML = "legacy-xml"
     /// `/api/v2/{cc}/{media}/{chart}/{n}/{type}.json` (rss.applemarketingtools.com), no genres.
     case v2
 }
@@ -140,7 +143,8 @@ public enum ITunesCharts {
         }
         var scopes: [CrawlScope] = []
         switch settings.format {
-        case .legacy:
+        case .legacy, .legacyXML:
+            let asXML = settings.format == .legacyXML
             // The real feeds serve at most 100 today; the job may ask for up to 200.
             let limit = min(max(settings.limit, 1), 200)
             for chart in settings.charts {
@@ -154,14 +158,16 @@ public enum ITunesCharts {
                             defaultEntity: entity(ofLegacyChart: chart), emitsItems: n == 0)
                         var path = "/\(country)/rss/\(chart)/limit=\(limit)"
                         if let genre { path += "/genre=\(genre.id)" }
-                        let url = URL.path(baseURL, path + "/json")
+                        let url = URL.path(baseURL, path + (asXML ? "/xml" : "/json"))
                         scopes.append(CrawlScope(
                             id: "chart:\(chart):\(country):\(genre?.id ?? "all")",
                             pagination: SinglePage.pagination,
                             pageURL: { _ in url },
                             // A complete chart lists every slot: a slot it no longer has is gone.
                             sweeps: true,
-                            decode: { response throws(StoreSyncError) in try decodeLegacyJSON(response, context: context) }
+                            decode: { response throws(StoreSyncError) in
+                                try asXML ? decodeLegacyXML(response, context: context) : decodeLegacyJSON(response, context: context)
+                            }
                         ))
                     }
                 }
@@ -427,36 +433,8 @@ public enum ITunesCharts {
         default:
             return text
         }
-        let local = daysFromCivil(year, month, day) * 86_400 + hour * 3_600 + minute * 60 + second
-        let utc = local - offsetMinutes * 60
-        let days = utc >= 0 ? utc / 86_400 : (utc - 86_399) / 86_400
-        let secondsOfDay = utc - days * 86_400
-        let (y, mo, d) = civilFromDays(days)
-        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : String(n) }
-        let yearText = String(repeating: "0", count: max(0, 4 - String(y).count)) + String(y)
-        return "\(yearText)-\(two(mo))-\(two(d))T\(two(secondsOfDay / 3_600)):\(two(secondsOfDay % 3_600 / 60)):\(two(secondsOfDay % 60))Z"
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civilFromDays(_ days: Int) -> (Int, Int, Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        return CivilDate.utcTimestamp(year: year, month: month, day: day, hour: hour, minute: minute, second: second,
+                                      offsetSeconds: offsetMinutes * 60) ?? text
     }
 }
 

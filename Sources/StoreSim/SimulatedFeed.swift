@@ -3,7 +3,7 @@
 /// metadata, then the served episodes newest first, each with an enclosure
 /// (URL, length, type), a GUID, an RFC 822 pubDate and an `itunes:duration`.
 /// Titles, GUIDs, URLs, dates and durations are the ones Lookup serves.
-enum PodcastFeed {
+enum SimulatedFeed {
     static let contentType = "application/rss+xml; charset=UTF-8"
 
     /// `1:28:20` or `42:07`.
