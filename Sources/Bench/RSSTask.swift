@@ -32,7 +32,7 @@ public enum RSSTask {
             description: "Synthetic catalog export <test>", language: "en", selfURL: "https://music.example.com/feed.xml",
             imageURL: "https://is1-ssl.mzstatic.com/image/thumb/channel/600x600bb.jpg", author: "Example Catalog",
             categories: [["Technology"]], lastBuildDate: Date(timeIntervalSince1970: 1_800_000_000), generator: "storesync bench")
-        _ = try PodcastFeedWriter(indent: false, textStyle: .podcastApps)
+        _ = try PodcastFeedWriter(indent: false)
             .write(channel: channel, items: items, to: URL(fileURLWithPath: output))
     }
 

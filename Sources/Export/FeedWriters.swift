@@ -7,7 +7,7 @@ enum FeedWriters {
     /// (gPodder) display as written; plain feeds the one feed readers need.
     static func writeRSS(channel: FeedChannel, items: [FeedItem], podcast: Bool, to url: URL) throws -> FeedWriteResult {
         podcast
-            ? try PodcastFeedWriter(textStyle: .podcastApps).write(channel: channel, items: items, to: url)
+            ? try PodcastFeedWriter().write(channel: channel, items: items, to: url)
             : try RSSFeedWriter().write(channel: channel, items: items, to: url)
     }
 

@@ -132,8 +132,8 @@ public struct FeedWriteResult: Sendable, Equatable {
 /// - Uses libxml2's xmlTextWriter through ``XMLDocumentWriter``: every string is
 ///   filtered with ``XMLText/xmlSafe(_:)`` and escaped by the writer; descriptions are
 ///   additionally ``XMLText/htmlEscaped(_:)`` because readers render them as HTML
-///   (the default ``RSSTextStyle/legacyPodcast``; ``RSSTextStyle/podcastApps`` also
-///   keeps line breaks and satisfies podcastparser — see ``RSSTextStyle``).
+///   (the default ``RSSTextStyle/podcastApps`` keeps line breaks and satisfies
+///   podcastparser and feedparser alike — see ``RSSTextStyle``).
 /// - The RSS elements are the core shared with ``RSSFeedWriter``; this writer adds the
 ///   `itunes:` elements.
 /// - The feed is streamed into ``AtomicFile`` and strictly re-parsed on the way; an
@@ -152,13 +152,13 @@ public struct PodcastFeedWriter: Sendable {
 
     /// Indent nested elements by two spaces (default). Off gives the smallest file.
     public var indent: Bool
-    /// How titles and descriptions are encoded. The default, ``RSSTextStyle/legacyPodcast``,
-    /// keeps this writer's output byte-identical to what it always produced;
-    /// ``RSSTextStyle/podcastApps`` is what podcastparser and feedparser both display
-    /// exactly (see ``RSSTextStyle``).
+    /// How titles and descriptions are encoded. The default, ``RSSTextStyle/podcastApps``,
+    /// is what podcastparser and feedparser both display exactly, and what the
+    /// exports publish; ``RSSTextStyle/legacyPodcast`` (HTML-escaped descriptions,
+    /// shown with literal entities by podcastparser) only reproduces older files.
     public var textStyle: RSSTextStyle
 
-    public init(indent: Bool = true, textStyle: RSSTextStyle = .legacyPodcast) {
+    public init(indent: Bool = true, textStyle: RSSTextStyle = .podcastApps) {
         self.indent = indent
         self.textStyle = textStyle
     }
@@ -168,25 +168,12 @@ public struct PodcastFeedWriter: Sendable {
     ///   ``ExportError/invalidXML(name:line:column:message:)`` if the result would not parse.
     @discardableResult
     public func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
-        var count = 0
-        let bytes = try XMLDocumentWriter.write(to: url, indent: indent) { doc in
-            count = try Self.writeFeed(channel: channel, items: items, textStyle: textStyle, into: doc)
-        }
-        return FeedWriteResult(itemCount: count, byteCount: bytes)
+        try RSSCore.write(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), indent: indent, to: url)
     }
 
     /// The feed's bytes, in memory (validated the same way).
     public func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
-        try XMLDocumentWriter.render(name: name, indent: indent) { doc in
-            _ = try Self.writeFeed(channel: channel, items: items, textStyle: textStyle, into: doc)
-        }
-    }
-
-    /// Writes `<rss>…</rss>` into `doc` in the original encoding
-    /// (``RSSTextStyle/legacyPodcast``); returns the number of items.
-    public static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
-                                 into doc: XMLDocumentWriter) throws -> Int {
-        try writeFeed(channel: channel, items: items, textStyle: .legacyPodcast, into: doc)
+        try RSSCore.render(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), indent: indent, name: name)
     }
 
     /// Writes `<rss>…</rss>` into `doc` with `textStyle`; returns the number of items.
@@ -194,7 +181,7 @@ public struct PodcastFeedWriter: Sendable {
     /// The RSS elements come from the core shared with ``RSSFeedWriter``; this writer
     /// only adds the `itunes:` namespace and elements.
     public static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
-                                 textStyle: RSSTextStyle, into doc: XMLDocumentWriter) throws -> Int {
+                                 textStyle: RSSTextStyle = .podcastApps, into doc: XMLDocumentWriter) throws -> Int {
         try RSSCore.writeFeed(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), into: doc)
     }
 

@@ -82,7 +82,7 @@ private func htmlUnescaped(_ s: String) -> String {
 
     @Test func trickyFeedParsesStrictlyAndReadsBackExactly() throws {
         let items = Self.trickyItems()
-        let bytes = try PodcastFeedWriter().render(channel: Self.channel, items: items)
+        let bytes = try PodcastFeedWriter(textStyle: .legacyPodcast).render(channel: Self.channel, items: items)
         try XMLValidator.validateStrict(Data(bytes), name: "tricky.xml")
 
         let parsed = try ParsedFeed(bytes)
@@ -117,12 +117,12 @@ private func htmlUnescaped(_ s: String) -> String {
 
     @Test func descriptionIsDoubleEscapedOnTheWire() throws {
         let item = FeedItem(guid: "g", title: "t", description: "Joe <Live> Show & friends", pubDate: Self.buildDate)
-        let text = String(decoding: try PodcastFeedWriter().render(channel: Self.channel, items: [item]), as: UTF8.self)
+        let text = String(decoding: try PodcastFeedWriter(textStyle: .legacyPodcast).render(channel: Self.channel, items: [item]), as: UTF8.self)
         #expect(text.contains("<description>Joe &amp;lt;Live&amp;gt; Show &amp;amp; friends</description>"))
     }
 
     @Test func channelStructure() throws {
-        let bytes = try PodcastFeedWriter().render(channel: Self.channel, items: [])
+        let bytes = try PodcastFeedWriter(textStyle: .legacyPodcast).render(channel: Self.channel, items: [])
         let parsed = try ParsedFeed(bytes)
         let root = parsed.root
         // The namespaces are declared on <rss>.
@@ -159,7 +159,7 @@ private func htmlUnescaped(_ s: String) -> String {
     }
 
     @Test func goldenTwoItemFeed() throws {
-        let bytes = try PodcastFeedWriter().render(channel: Self.channel, items: Self.twoItems)
+        let bytes = try PodcastFeedWriter(textStyle: .legacyPodcast).render(channel: Self.channel, items: Self.twoItems)
         let url = FeedGolden.url("podcast-feed-2-items.xml")
         if ProcessInfo.processInfo.environment["STORESYNC_UPDATE_GOLDENS"] == "1" {
             try AtomicFile.write(bytes, to: url)
@@ -172,9 +172,22 @@ private func htmlUnescaped(_ s: String) -> String {
         }
     }
 
+    /// The encoding the exports publish (the default): its own golden file, so
+    /// a change to what podcast apps receive is always a reviewed change.
+    @Test func goldenTwoItemFeedForPodcastApps() throws {
+        let bytes = try PodcastFeedWriter().render(channel: Self.channel, items: Self.twoItems)
+        let url = FeedGolden.url("podcast-apps-feed-2-items.xml")
+        if ProcessInfo.processInfo.environment["STORESYNC_UPDATE_GOLDENS"] == "1" {
+            try AtomicFile.write(bytes, to: url)
+        }
+        let golden = try Array(Data(contentsOf: url))
+        #expect(bytes == golden, "feed differs from \(url.path) (STORESYNC_UPDATE_GOLDENS=1 rewrites the golden)")
+        #expect(bytes != (try PodcastFeedWriter(textStyle: .legacyPodcast).render(channel: Self.channel, items: Self.twoItems)))
+    }
+
     @Test func sameInputSameBytesOnDisk() throws {
         try withTemporaryDirectory { dir throws in
-            let writer = PodcastFeedWriter()
+            let writer = PodcastFeedWriter(textStyle: .legacyPodcast)
             let a = dir.appendingPathComponent("a/feed.xml")
             let b = dir.appendingPathComponent("b/feed.xml")
             let resultA = try writer.write(channel: Self.channel, items: Self.trickyItems(), to: a)
@@ -190,7 +203,7 @@ private func htmlUnescaped(_ s: String) -> String {
     }
 
     @Test func compactOutputIsValidToo() throws {
-        let bytes = try PodcastFeedWriter(indent: false).render(channel: Self.channel, items: Self.trickyItems())
+        let bytes = try PodcastFeedWriter(indent: false, textStyle: .legacyPodcast).render(channel: Self.channel, items: Self.trickyItems())
         try XMLValidator.validateStrict(Data(bytes), name: "compact.xml")
         let parsed = try ParsedFeed(bytes)
         #expect(FeedXML.children(try #require(FeedXML.child(parsed.root, "channel")), "item").count == Self.trickyTexts.count)
@@ -199,7 +212,7 @@ private func htmlUnescaped(_ s: String) -> String {
     @Test func invalidDocumentIsNeverPublished() throws {
         try withTemporaryDirectory { dir throws in
             let url = dir.appendingPathComponent("feed.xml")
-            let previous = try PodcastFeedWriter().write(channel: Self.channel, items: Self.twoItems, to: url)
+            let previous = try PodcastFeedWriter(textStyle: .legacyPodcast).write(channel: Self.channel, items: Self.twoItems, to: url)
             let before = try Array(Data(contentsOf: url))
             #expect(previous.byteCount == Int64(before.count))
 
@@ -254,7 +267,7 @@ private func htmlUnescaped(_ s: String) -> String {
             FeedItem(guid: "g\(i)", title: "Item \(i)", description: "d", pubDate: Self.buildDate)
         }
         try withTemporaryDirectory { dir throws in
-            let result = try PodcastFeedWriter().write(channel: Self.channel, items: items, to: dir.appendingPathComponent("f.xml"))
+            let result = try PodcastFeedWriter(textStyle: .legacyPodcast).write(channel: Self.channel, items: items, to: dir.appendingPathComponent("f.xml"))
             #expect(result.itemCount == 1_000)
         }
     }

@@ -115,18 +115,12 @@ public struct RSSFeedWriter: Sendable {
     ///   ``ExportError/invalidXML(name:line:column:message:)`` if the result would not parse.
     @discardableResult
     public func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
-        var count = 0
-        let bytes = try XMLDocumentWriter.write(to: url, indent: indent) { doc in
-            count = try Self.writeFeed(channel: channel, items: items, textStyle: textStyle, into: doc)
-        }
-        return FeedWriteResult(itemCount: count, byteCount: bytes)
+        try RSSCore.write(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(), indent: indent, to: url)
     }
 
     /// The feed's bytes, in memory (validated the same way).
     public func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
-        try XMLDocumentWriter.render(name: name, indent: indent) { doc in
-            _ = try Self.writeFeed(channel: channel, items: items, textStyle: textStyle, into: doc)
-        }
+        try RSSCore.render(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(), indent: indent, name: name)
     }
 
     /// Writes `<rss>…</rss>` into `doc`; returns the number of items.
@@ -233,6 +227,24 @@ protocol RSSProfile {
 
 /// The elements every RSS 2.0 feed we write has, in one place for both writers.
 enum RSSCore {
+    /// Streams the feed into `url` through ``XMLDocumentWriter`` (atomic, strictly re-parsed).
+    static func write(channel: FeedChannel, items: some Sequence<FeedItem>, style: RSSTextStyle, profile: some RSSProfile,
+                      indent: Bool, to url: URL) throws -> FeedWriteResult {
+        var count = 0
+        let bytes = try XMLDocumentWriter.write(to: url, indent: indent) { doc in
+            count = try writeFeed(channel: channel, items: items, style: style, profile: profile, into: doc)
+        }
+        return FeedWriteResult(itemCount: count, byteCount: bytes)
+    }
+
+    /// The feed's bytes, in memory, validated the same way.
+    static func render(channel: FeedChannel, items: some Sequence<FeedItem>, style: RSSTextStyle, profile: some RSSProfile,
+                       indent: Bool, name: String) throws -> [UInt8] {
+        try XMLDocumentWriter.render(name: name, indent: indent) { doc in
+            _ = try writeFeed(channel: channel, items: items, style: style, profile: profile, into: doc)
+        }
+    }
+
     static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>, style: RSSTextStyle,
                           profile: some RSSProfile, into doc: XMLDocumentWriter) throws -> Int {
         try doc.startElement("rss")
