@@ -14,26 +14,26 @@ import Darwin
 /// (so `0`, `0.0` and `-0.0` are one value); other doubles in Swift's
 /// shortest round-trip form; strings with only `"`, `\` and C0 controls
 /// escaped, everything else as raw UTF-8.
-public enum CanonicalJSON {
-    public static func encode(_ value: JSONValue) -> [UInt8] {
+package enum CanonicalJSON {
+    package static func encode(_ value: JSONValue) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(512)
         write(value, into: &out)
         return out
     }
 
-    public static func encodeObject(_ members: [String: JSONValue]) -> [UInt8] {
+    package static func encodeObject(_ members: [String: JSONValue]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(512)
         writeObject(members, into: &out)
         return out
     }
 
-    public static func string(_ value: JSONValue) -> String {
+    package static func string(_ value: JSONValue) -> String {
         String(decoding: encode(value), as: UTF8.self)
     }
 
-    public static func write(_ value: JSONValue, into out: inout [UInt8]) {
+    package static func write(_ value: JSONValue, into out: inout [UInt8]) {
         switch value {
         case .null: out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -81,7 +81,7 @@ public enum CanonicalJSON {
 
     /// Integral values print without a fraction so a price of `0` and `0.0`
     /// (the marketplace changed its number format between eras) hash alike.
-    public static func numberText(_ d: Double) -> String {
+    package static func numberText(_ d: Double) -> String {
         if d.rounded() == d, abs(d) < 9_007_199_254_740_992 {
             return String(Int64(d))
         }

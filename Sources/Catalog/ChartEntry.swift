@@ -2,29 +2,29 @@
 ///
 /// Exports (chart views, "top" feeds) read these fields, and chart
 /// connectors produce them, so both sides name them from here.
-public enum ChartEntry {
+package enum ChartEntry {
     /// Which chart, e.g. `toppodcasts`, `topsongs`, `most-played`.
-    public static let chart = "chart"
+    package static let chart = "chart"
     /// ISO 3166 country code, lower case.
-    public static let country = "country"
+    package static let country = "country"
     /// The genre id the chart is for (`""` for all genres) and its name.
-    public static let genreID = "genreId"
-    public static let genreName = "genreName"
+    package static let genreID = "genreId"
+    package static let genreName = "genreName"
     /// 1-based position.
-    public static let rank = "rank"
+    package static let rank = "rank"
     /// The charted item's entity (e.g. `podcast`) and key (its iTunes id).
-    public static let itemEntity = "itemEntity"
-    public static let itemKey = "itemKey"
+    package static let itemEntity = "itemEntity"
+    package static let itemKey = "itemKey"
     /// What the chart itself says about the item, so a feed needs no join.
-    public static let name = "name"
-    public static let artistName = "artistName"
-    public static let artworkURL = "artworkUrl"
-    public static let link = "link"
-    public static let releaseDate = "releaseDate"
+    package static let name = "name"
+    package static let artistName = "artistName"
+    package static let artworkURL = "artworkUrl"
+    package static let link = "link"
+    package static let releaseDate = "releaseDate"
 
     /// The record key: chart, country, genre and rank identify a slot; the
     /// item in the slot is content, so a chart move is a change of that slot.
-    public static func key(chart: String, country: String, genreID: String, rank: Int) -> String {
+    package static func key(chart: String, country: String, genreID: String, rank: Int) -> String {
         "\(chart)|\(country)|\(genreID)|\(rank)"
     }
 }

@@ -2,9 +2,9 @@
 /// Hinnant's `days_from_civil`/`civil_from_days` algorithms: exact for every
 /// year, no calendar object, no time zone database, no locale. Feed, chart
 /// and simulator dates all go through here, so they agree to the second.
-public enum CivilDate {
+package enum CivilDate {
     /// Days since 1970-01-01 of `year-month-day`.
-    public static func days(year: Int, month: Int, day: Int) -> Int {
+    package static func days(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -14,7 +14,7 @@ public enum CivilDate {
     }
 
     /// The date `days` after 1970-01-01.
-    public static func date(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+    package static func date(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
@@ -29,7 +29,7 @@ public enum CivilDate {
     /// A local time at `offsetSeconds` east of UTC as `YYYY-MM-DDThh:mm:ssZ`
     /// in UTC; the offset may move the day, month or year, and a leap second
     /// rolls into the next minute. Nil when the UTC year leaves 1...9999.
-    public static func utcTimestamp(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int,
+    package static func utcTimestamp(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int,
                                     offsetSeconds: Int) -> String? {
         let utc = days(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60 + second - offsetSeconds
         let dayCount = utc >= 0 ? utc / 86_400 : (utc - 86_399) / 86_400

@@ -31,7 +31,7 @@ public struct ContentHash: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// XXH64 as specified in https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md
-public enum XXH64 {
+package enum XXH64 {
     static let p1: UInt64 = 0x9E37_79B1_85EB_CA87
     static let p2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
     static let p3: UInt64 = 0x1656_67B1_9E37_79F9
@@ -56,7 +56,7 @@ public enum XXH64 {
         UInt64(UInt32(littleEndian: p.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
     }
 
-    public static func hash(_ buffer: UnsafeBufferPointer<UInt8>, seed: UInt64) -> UInt64 {
+    package static func hash(_ buffer: UnsafeBufferPointer<UInt8>, seed: UInt64) -> UInt64 {
         let length = buffer.count
         guard let base = buffer.baseAddress.map(UnsafeRawPointer.init) else {
             return avalanche(seed &+ p5)

@@ -1,19 +1,19 @@
 /// One top-level field whose value differs between two versions of a record.
-public struct FieldChange: Sendable, Equatable {
-    public var field: String
+package struct FieldChange: Sendable, Equatable {
+    package var field: String
     /// Canonical JSON of the old value, nil when the field was absent.
-    public var before: String?
+    package var before: String?
     /// Canonical JSON of the new value, nil when the field is now absent.
-    public var after: String?
+    package var after: String?
 
-    public init(field: String, before: String?, after: String?) {
+    package init(field: String, before: String?, after: String?) {
         self.field = field
         self.before = before
         self.after = after
     }
 
     /// The fields that differ, in a stable (byte-sorted) order.
-    public static func between(_ old: [String: JSONValue], _ new: [String: JSONValue]) -> [FieldChange] {
+    package static func between(_ old: [String: JSONValue], _ new: [String: JSONValue]) -> [FieldChange] {
         let keys = Set(old.keys).union(new.keys).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         return keys.compactMap { key in
             let a = old[key], b = new[key]

@@ -20,11 +20,11 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
 /// without an intermediate `Any` tree. Leading whitespace (iTunes sends three
 /// newlines), CRLF and a UTF-8 BOM are accepted; invalid UTF-8 inside strings
 /// is replaced by U+FFFD rather than failing the whole page.
-public enum JSONParser {
+package enum JSONParser {
     /// Nesting deeper than this is rejected instead of overflowing the stack.
-    public static let maxDepth = 512
+    package static let maxDepth = 512
 
-    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ bytes: some Collection<UInt8>) throws(JSONSyntaxError) -> JSONValue {
         let array = Array(bytes)
         return try array.withUnsafeBufferPointer { buffer throws(JSONSyntaxError) in
             var parser = Parser(buffer: buffer)
@@ -32,12 +32,12 @@ public enum JSONParser {
         }
     }
 
-    public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 
     /// Parses bytes in place (no copy): for a row sliced out of a larger page.
-    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> JSONValue {
         var parser = Parser(buffer: buffer)
         return try parser.parseDocument()
     }
@@ -51,7 +51,7 @@ public enum JSONParser {
     /// the row in full, which reports errors properly. The bytes skipped are
     /// not validated, so use the result only as a hint that the full parse
     /// (or a byte-exact match with a row parsed before) confirms.
-    public static func member(_ name: String, ofObjectIn buffer: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+    package static func member(_ name: String, ofObjectIn buffer: UnsafeBufferPointer<UInt8>) -> JSONValue? {
         var parser = Parser(buffer: buffer)
         return parser.findMember(Array(name.utf8))
     }

@@ -1,13 +1,13 @@
 import Foundation
 
 /// Splits `0..<count` into contiguous ranges worked on concurrently.
-public enum ParallelChunks {
+package enum ParallelChunks {
     /// Below this many rows per chunk, threads cost more than they save.
-    public static let minimumChunk = 256
+    package static let minimumChunk = 256
 
     /// `body` over contiguous ranges covering `0..<count`, on every core when
     /// there is enough work; the results in range order.
-    public static func map<T>(_ count: Int, _ body: (Range<Int>) -> T) -> [T] {
+    package static func map<T>(_ count: Int, _ body: (Range<Int>) -> T) -> [T] {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         // A few chunks per core even out rows of uneven cost.
         let chunks = min(cores * 4, count / minimumChunk)

@@ -5,12 +5,12 @@ import Foundation
 /// Values come from crawled data (a genre name is whatever the API sent), so
 /// each value is reduced to a safe file-name fragment and the final path is
 /// checked to stay inside the export folder (Invariant 7).
-public enum PathTemplate {
+package enum PathTemplate {
     /// The variables a template may use.
-    public static let variables = ["genre", "country", "date", "job"]
+    package static let variables = ["genre", "country", "date", "job"]
 
     /// Variables in `template`, e.g. `["genre"]`.
-    public static func variables(in template: String) -> Set<String> {
+    package static func variables(in template: String) -> Set<String> {
         var found = Set<String>()
         var rest = Substring(template)
         while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
@@ -23,7 +23,7 @@ public enum PathTemplate {
     /// A value as a file-name fragment: letters, digits, `.`, `_` and `-`
     /// only (others become `-`), no leading or trailing dots or dashes, at
     /// most 80 bytes; an empty result becomes `unknown`.
-    public static func sanitize(_ value: String) -> String {
+    package static func sanitize(_ value: String) -> String {
         var out = ""
         var lastWasDash = false
         for scalar in value.unicodeScalars {
@@ -45,7 +45,7 @@ public enum PathTemplate {
     }
 
     /// Expands `template` with sanitised `values`; unknown variables are left as written.
-    public static func expand(_ template: String, _ values: [String: String]) -> String {
+    package static func expand(_ template: String, _ values: [String: String]) -> String {
         var out = template
         for (name, value) in values {
             out = out.replacingOccurrences(of: "{\(name)}", with: sanitize(value))
@@ -54,7 +54,7 @@ public enum PathTemplate {
     }
 
     /// Expands `template` into a path inside `directory`, or throws if the result would leave it.
-    public static func resolve(_ template: String, values: [String: String], inside directory: String) throws(StoreSyncError) -> URL {
+    package static func resolve(_ template: String, values: [String: String], inside directory: String) throws(StoreSyncError) -> URL {
         let relative = expand(template, values)
         let base = URL(fileURLWithPath: directory).standardizedFileURL
         let url = base.appendingPathComponent(relative).standardizedFileURL

@@ -96,10 +96,10 @@ enum PageJSON {
 }
 
 /// Field normalisation that keeps content hashes free of request noise.
-public enum Normalize {
+package enum Normalize {
     /// Removes per-request tracking parameters (`uo`, `at`, `ct`) from URL strings
     /// anywhere in the value, so the same record fetched twice hashes the same.
-    public static func stripTrackingParameters(_ value: JSONValue) -> JSONValue {
+    package static func stripTrackingParameters(_ value: JSONValue) -> JSONValue {
         switch value {
         case .string(let s) where s.hasPrefix("http") && s.contains("?"):
             return .string(stripTracking(fromURL: s))

@@ -10,30 +10,30 @@ import Synchronization
 /// if a page already in flight succeeds afterwards, so concurrent scopes of the
 /// source all see the same verdict. A success before that resets the count,
 /// because only *consecutive* failures say the source is down.
-public final class CircuitBreaker: Sendable {
+package final class CircuitBreaker: Sendable {
     /// Consecutive failures that open the breaker; 0 never opens it.
-    public let threshold: Int
+    package let threshold: Int
     private let state = Mutex<(consecutive: Int, open: Bool)>((0, false))
 
     /// - Parameter threshold: consecutive failures that open the breaker; 0 (or less) never opens it.
-    public init(threshold: Int) {
+    package init(threshold: Int) {
         self.threshold = max(0, threshold)
     }
 
     /// A breaker with the job's `circuitBreakerThreshold`.
-    public convenience init(settings: HTTPSettings) {
+    package convenience init(settings: HTTPSettings) {
         self.init(threshold: settings.circuitBreakerThreshold)
     }
 
     /// A page succeeded: the failure streak is over (an open breaker stays open).
-    public func recordSuccess() {
+    package func recordSuccess() {
         state.withLock { $0.consecutive = 0 }
     }
 
     /// A page failed.
     /// - Returns: whether the breaker is open now.
     @discardableResult
-    public func recordFailure() -> Bool {
+    package func recordFailure() -> Bool {
         state.withLock { state in
             state.consecutive += 1
             if threshold > 0, state.consecutive >= threshold { state.open = true }
@@ -42,8 +42,8 @@ public final class CircuitBreaker: Sendable {
     }
 
     /// True once `threshold` consecutive failures have happened; the source should stop.
-    public var isOpen: Bool { state.withLock { $0.open } }
+    package var isOpen: Bool { state.withLock { $0.open } }
 
     /// The current failure streak (for the log line that says why a source stopped).
-    public var consecutiveFailures: Int { state.withLock { $0.consecutive } }
+    package var consecutiveFailures: Int { state.withLock { $0.consecutive } }
 }

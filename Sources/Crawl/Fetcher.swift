@@ -29,8 +29,8 @@ public struct FetchStats: Sendable, Equatable {
 /// again without one. Requests carrying conditional headers (`If-None-Match`,
 /// `If-Modified-Since`, any `If-*`) skip the cache, because their caller wants
 /// the server's verdict on its validators, but they still share in-flight requests.
-public final class Fetcher: Sendable {
-    public let settings: HTTPSettings
+package final class Fetcher: Sendable {
+    package let settings: HTTPSettings
     private let transport: any HTTPTransport
     private let clock: any CrawlClock
     private let limiter: RateLimiter
@@ -48,7 +48,7 @@ public final class Fetcher: Sendable {
     ///   - random: uniform in [0, 1), for backoff jitter; injectable for tests.
     ///   - cacheMaxEntries: responses the TTL cache keeps at most (oldest dropped first).
     ///   - cacheMaxBytes: body bytes the TTL cache keeps at most (oldest dropped first).
-    public init(
+    package init(
         transport: any HTTPTransport, settings: HTTPSettings, clock: any CrawlClock = SystemCrawlClock(),
         logger: Logger = Logger(label: "storesync.crawl"),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
@@ -65,7 +65,7 @@ public final class Fetcher: Sendable {
             ttl: settings.cacheTTLSeconds, maxEntries: cacheMaxEntries, maxBytes: cacheMaxBytes)))
     }
 
-    public var stats: FetchStats { state.withLock { $0.stats } }
+    package var stats: FetchStats { state.withLock { $0.stats } }
 
     /// Returns a 2xx or 304 response; throws ``StoreSyncError`` naming the URL otherwise.
     ///
@@ -75,7 +75,7 @@ public final class Fetcher: Sendable {
     ///     200 replaces it, e.g. to retry a page whose body did not decode. Such a call
     ///     does not join a request already in flight either, since that one may be
     ///     delivering the very body being retried.
-    public func get(_ url: URL, headers: [String: String] = [:], bypassCache: Bool = false)
+    package func get(_ url: URL, headers: [String: String] = [:], bypassCache: Bool = false)
         async throws(StoreSyncError) -> HTTPResponse
     {
         let key = RequestKey(url: url, headers: headers)

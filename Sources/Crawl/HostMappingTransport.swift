@@ -8,22 +8,22 @@ import Foundation
 /// must reach the simulator's real address instead. Records and error
 /// messages keep showing the original address: the response carries the URL
 /// that was asked for, not the one the bytes came from.
-public struct HostMappingTransport: HTTPTransport {
+package struct HostMappingTransport: HTTPTransport {
     /// One rule: hosts ending in `hostSuffix` go to `baseURL`.
-    public struct Rule: Sendable, Equatable {
+    package struct Rule: Sendable, Equatable {
         /// Lowercased, e.g. `.storesim.test`; also matches the bare name without the leading dot.
-        public let hostSuffix: String
+        package let hostSuffix: String
         /// Scheme, host and port to send matching requests to. A path other
         /// than `/` is put in front of the request's path.
-        public let baseURL: URL
+        package let baseURL: URL
 
-        public init(hostSuffix: String, baseURL: URL) {
+        package init(hostSuffix: String, baseURL: URL) {
             self.hostSuffix = hostSuffix.lowercased()
             self.baseURL = baseURL
         }
 
         /// Whether requests to `host` are redirected by this rule.
-        public func matches(host: String) -> Bool {
+        package func matches(host: String) -> Bool {
             let host = host.lowercased()
             guard !hostSuffix.isEmpty else { return false }
             if host.hasSuffix(hostSuffix) { return true }
@@ -32,7 +32,7 @@ public struct HostMappingTransport: HTTPTransport {
         }
 
         /// `url` sent to `baseURL`, with its path and query kept; nil when the rule does not apply.
-        public func map(_ url: URL) -> URL? {
+        package func map(_ url: URL) -> URL? {
             guard let host = url.host, matches(host: host),
                   var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
                   let base = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)
@@ -51,17 +51,17 @@ public struct HostMappingTransport: HTTPTransport {
     private let rules: [Rule]
 
     /// - Parameter rules: tried in order; the first that matches a request's host applies.
-    public init(wrapping base: any HTTPTransport, rules: [Rule]) {
+    package init(wrapping base: any HTTPTransport, rules: [Rule]) {
         self.base = base
         self.rules = rules
     }
 
     /// Every host ending in `hostSuffix` (e.g. `.storesim.test`) goes to `baseURL`.
-    public init(wrapping base: any HTTPTransport, hostSuffix: String, to baseURL: URL) {
+    package init(wrapping base: any HTTPTransport, hostSuffix: String, to baseURL: URL) {
         self.init(wrapping: base, rules: [Rule(hostSuffix: hostSuffix, baseURL: baseURL)])
     }
 
-    public func get(_ request: HTTPRequest, timeoutSeconds: Double) async throws(TransportError) -> HTTPResponse {
+    package func get(_ request: HTTPRequest, timeoutSeconds: Double) async throws(TransportError) -> HTTPResponse {
         guard let mapped = rules.lazy.compactMap({ $0.map(request.url) }).first else {
             return try await base.get(request, timeoutSeconds: timeoutSeconds)
         }

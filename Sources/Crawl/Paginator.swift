@@ -211,11 +211,11 @@ public struct ScopeWalk: Sendable {
 /// `onPage` before fetching the next, so a page is stored (with its
 /// checkpoint) before the crawl goes on and a killed run resumes after it.
 /// The runner crawls every scope through here.
-public enum PageWalker {
+package enum PageWalker {
     /// Walks pages of any shape: `fetch` returns a page (decoded, or known
     /// unchanged), `shape` reads its row count and "has next" flag, and
     /// `onPage` stores it, told whether it is the scope's last page.
-    public static func walk<Page: Sendable>(
+    package static func walk<Page: Sendable>(
         pagination: Pagination,
         startPage: Int = 0,
         toleratesGone: Bool = false,
@@ -244,7 +244,7 @@ public enum PageWalker {
     }
 
     /// Walks raw responses through `decode`.
-    public static func walk<Item: Sendable>(
+    package static func walk<Item: Sendable>(
         pagination: Pagination,
         startPage: Int = 0,
         toleratesGone: Bool = false,

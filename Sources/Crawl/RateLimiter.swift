@@ -16,7 +16,7 @@ import Synchronization
 /// books its slot under a lock and only then sleeps on the clock, so any
 /// number of concurrent callers for one host together still keep the pace;
 /// the order in which they wake does not matter.
-public final class RateLimiter: Sendable {
+package final class RateLimiter: Sendable {
     private struct HostState {
         /// When the bucket would be full again if nobody asked in between; a
         /// request may go once `tat - tolerance` has come.
@@ -33,7 +33,7 @@ public final class RateLimiter: Sendable {
     /// - Parameters:
     ///   - burst: bucket size, the requests a host may get back to back; values below 1 count as 1.
     ///   - limits: requests per minute for a host, nil (or not positive) for unlimited.
-    public init(clock: any CrawlClock, burst: Int = 1, limits: @escaping @Sendable (String) -> Double?) {
+    package init(clock: any CrawlClock, burst: Int = 1, limits: @escaping @Sendable (String) -> Double?) {
         self.clock = clock
         self.burst = max(1, burst)
         self.limits = limits
@@ -43,7 +43,7 @@ public final class RateLimiter: Sendable {
     ///
     /// Throws only when the waiting task is cancelled (whatever the clock's
     /// sleep throws).
-    public func acquire(host: String) async throws {
+    package func acquire(host: String) async throws {
         let host = host.lowercased()
         let perMinute = limits(host).flatMap { $0 > 0 ? $0 : nil }
         while true {
@@ -77,7 +77,7 @@ public final class RateLimiter: Sendable {
     /// no request to it goes out before then, including those already waiting,
     /// and afterwards the pace resumes with a single token, not a full burst.
     /// Applies to unlimited hosts too.
-    public func penalize(host: String, seconds: Double) {
+    package func penalize(host: String, seconds: Double) {
         let host = host.lowercased()
         let now = clock.now()
         let until = now + max(0, seconds)

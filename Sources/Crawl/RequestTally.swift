@@ -4,16 +4,16 @@ import Synchronization
 /// retries included, even while other work shares the same ``Fetcher``: the
 /// fetcher adds to the tally of the task that asked (a task-local), so
 /// concurrent pages never see each other's requests.
-public final class RequestTally: Sendable {
+package final class RequestTally: Sendable {
     private let count = Mutex(0)
 
-    public init() {}
+    package init() {}
 
     /// Requests made so far under this tally.
-    public var requests: Int { count.withLock { $0 } }
+    package var requests: Int { count.withLock { $0 } }
 
     func add() { count.withLock { $0 += 1 } }
 
     /// The tally of the current task, if one is bound.
-    @TaskLocal public static var current: RequestTally?
+    @TaskLocal package static var current: RequestTally?
 }

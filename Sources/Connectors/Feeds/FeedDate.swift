@@ -7,7 +7,7 @@ import Foundation
 /// pattern per variant (with or without weekday, seconds, zone…), is slow to
 /// create and its behaviour depends on the platform's ICU; feeds need a
 /// forgiving reader and a fixed output.
-public enum FeedDate {
+package enum FeedDate {
     /// A feed date (`pubDate`, `dc:date`, Atom `published`) as ISO 8601 UTC,
     /// `yyyy-MM-ddTHH:mm:ssZ`, or nil when it cannot be read.
     ///
@@ -20,7 +20,7 @@ public enum FeedDate {
     /// day; and ISO 8601 (`2020-06-19T16:58:03.5+02:00`, a bare date). A
     /// missing zone is taken as UTC. The weekday is never checked: feeds get it
     /// wrong often, and the numbers are what the author meant.
-    public static func iso8601UTC(_ raw: String) -> String? {
+    package static func iso8601UTC(_ raw: String) -> String? {
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { return nil }
         let bytes = Array(text.utf8)
@@ -32,7 +32,7 @@ public enum FeedDate {
 
     /// Milliseconds of an `itunes:duration`: seconds (`3600`, `3600.5`),
     /// `MM:SS` or `HH:MM:SS` (minutes may exceed 59 in `MM:SS`), nil otherwise.
-    public static func durationMillis(_ raw: String) -> Int? {
+    package static func durationMillis(_ raw: String) -> Int? {
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { return nil }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)

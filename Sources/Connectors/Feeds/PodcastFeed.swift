@@ -52,7 +52,7 @@ extension PodcastFeedSettings: SourceKind {
 /// (`guid`, `link`, `enclosureType`, `enclosureLength`, `itunesDuration`,
 /// `itunesEpisode`, `itunesSeason`, `itunesEpisodeType`, `itunesExplicit`,
 /// `itunesImage`), each only when the item has it.
-public enum PodcastFeed {
+package enum PodcastFeed {
     /// A feed is one document: one page that is always the last.
     private static let onePage = Pagination.pageNumber(firstPage: 1, pageSize: 1, maxPages: 1)
 
@@ -103,7 +103,7 @@ public enum PodcastFeed {
     ///   earlier item's identity, are skipped with the reason.
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` naming the URL,
     ///   with line and column for XML errors.
-    public static func decodeFeed(_ response: HTTPResponse, podcastKey: String,
+    package static func decodeFeed(_ response: HTTPResponse, podcastKey: String,
                                   podcastName: String? = nil) throws(StoreSyncError) -> DecodedPage<Record> {
         let url = response.url.absoluteString
         let document = try FeedDocument.parse(response.body, url: url)

@@ -87,7 +87,7 @@ extension RecordsFileSettings: SourceKind {
 /// would turn `00501` into `501` or a product code into a float. The values
 /// are the user's own data, so nothing is normalised away (no tracking
 /// parameters stripped, unlike API responses).
-public enum RecordsFile {
+package enum RecordsFile {
     /// The scope of a records file. Nothing is read until the first page is
     /// asked for, so a missing file fails that page (scope incomplete), not
     /// the building of the job.
@@ -111,7 +111,7 @@ public enum RecordsFile {
     }
 
     /// The file's format: the setting, else its extension (`.csv`, otherwise JSON Lines).
-    public static func format(of settings: RecordsFileSettings) -> RecordsFileFormat {
+    package static func format(of settings: RecordsFileSettings) -> RecordsFileFormat {
         if let format = settings.format { return format }
         return URL(fileURLWithPath: settings.path).pathExtension.lowercased() == "csv" ? .csv : .jsonLines
     }
@@ -126,7 +126,7 @@ public enum RecordsFile {
     ///
     /// - Throws: ``StoreSyncError/malformedFile(path:line:column:reason:)`` naming the file
     ///   path and the line (and column, for JSON) of the first malformed row.
-    public static func decodePage(_ response: HTTPResponse, settings: RecordsFileSettings,
+    package static func decodePage(_ response: HTTPResponse, settings: RecordsFileSettings,
                                   memory: (any RowMemory)? = nil) throws(StoreSyncError) -> DecodedPage<Record> {
         let firstLine = response.header(firstLineHeader).flatMap { Int($0) }
         let hasNext = response.header(hasNextHeader).map { $0 == "true" }

@@ -13,7 +13,7 @@ extension ITunesCharts {
     /// Ranks are positions in the feed, counted over every entry, so an entry
     /// skipped for lack of an id does not shift the slots after it.
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` naming the URL and JSON path.
-    public static func decodeLegacyJSON(_ response: HTTPResponse, context: ChartContext) throws(StoreSyncError)
+    package static func decodeLegacyJSON(_ response: HTTPResponse, context: ChartContext) throws(StoreSyncError)
         -> DecodedPage<Record> {
         let url = response.url.absoluteString
         let document = try PageJSON.parse(response)
@@ -39,7 +39,7 @@ extension ITunesCharts {
     /// formats share one mapping and give the same records.
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` with the XML
     ///   parser's line and column, or when the root is not an Atom `<feed>`.
-    public static func decodeLegacyXML(_ response: HTTPResponse, context: ChartContext) throws(StoreSyncError)
+    package static func decodeLegacyXML(_ response: HTTPResponse, context: ChartContext) throws(StoreSyncError)
         -> DecodedPage<Record> {
         let entries = try LegacyChartXML.entries(response)
         return legacyPage(entries, url: response.url.absoluteString, path: { "/feed/entry[\($0 + 1)]" }, context: context)
@@ -129,7 +129,7 @@ extension ITunesCharts {
     /// ids as strings and a plural `kind`.
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` naming the URL and
     ///   JSON path, also for the service's `{"errors": [...]}` answers.
-    public static func decodeV2(_ response: HTTPResponse, context: ChartContext) throws(StoreSyncError)
+    package static func decodeV2(_ response: HTTPResponse, context: ChartContext) throws(StoreSyncError)
         -> DecodedPage<Record> {
         let url = response.url.absoluteString
         let document = try PageJSON.parse(response)

@@ -103,23 +103,23 @@ extension ITunesChartsSettings: SourceKind {
 /// name differ), and two descriptions of one record in one run would read as
 /// a change every night. Other countries' charts still record every slot, and
 /// a slot carries the name, artist, artwork and link it needs on its own.
-public enum ITunesCharts {
+package enum ITunesCharts {
     /// What a chart scope knows about its chart; stamped on every entry.
-    public struct ChartContext: Sendable, Equatable {
+    package struct ChartContext: Sendable, Equatable {
         /// The chart as the job names it: `toppodcasts`, or `media/chart/type` for v2.
-        public var chart: String
+        package var chart: String
         /// Lower-case ISO 3166 code.
-        public var country: String
+        package var country: String
         /// `""` for the all-genres chart.
-        public var genreID: String
+        package var genreID: String
         /// The genre's name when a genres source supplied it.
-        public var genreName: String?
+        package var genreName: String?
         /// The entity of the charted items when the entries do not say it.
-        public var defaultEntity: EntityKind?
+        package var defaultEntity: EntityKind?
         /// Whether the charted items become records too (see the type's notes).
-        public var emitsItems: Bool
+        package var emitsItems: Bool
 
-        public init(chart: String, country: String, genreID: String = "", genreName: String? = nil,
+        package init(chart: String, country: String, genreID: String = "", genreName: String? = nil,
                     defaultEntity: EntityKind? = nil, emitsItems: Bool = true) {
             self.chart = chart
             self.country = country.lowercased()

@@ -46,9 +46,9 @@ extension ITunesGenresSettings: SourceKind {
 ///
 /// The taxonomy is crawled, never assumed: Apple renumbered the podcast genres
 /// in 2019, so chart sources take their genre ids from these records.
-public enum ITunesGenres {
+package enum ITunesGenres {
     /// The service's path under the iTunes base URL.
-    public static let path = "/WebObjects/MZStoreServices.woa/ws/genres"
+    package static let path = "/WebObjects/MZStoreServices.woa/ws/genres"
 
     /// One scope per root: `genres:<root>` (`genres:<root>:<cc>` with a country).
     static func scopes(settings: ITunesGenresSettings, baseURL: URL) -> [CrawlScope] {
@@ -83,7 +83,7 @@ public enum ITunesGenres {
     ///   vanished wholesale is far likelier a bad answer than a real deletion.
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` naming the URL and
     ///   the JSON path of the problem.
-    public static func decodePage(_ response: HTTPResponse, root: String? = nil) throws(StoreSyncError) -> DecodedPage<Record> {
+    package static func decodePage(_ response: HTTPResponse, root: String? = nil) throws(StoreSyncError) -> DecodedPage<Record> {
         let url = response.url.absoluteString
         guard case .object(let document) = try PageJSON.parse(response) else {
             throw .malformedPage(url: url, reason: "at $: expected an object of genre trees keyed by id")

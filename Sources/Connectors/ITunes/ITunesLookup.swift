@@ -66,7 +66,7 @@ extension ITunesLookupSettings: SourceKind {
 ///   an episode gone from a podcast is removed. A child list that fills
 ///   `limit` may have been cut short, so such a scope ends capped and
 ///   removes nothing.
-public enum ITunesLookup {
+package enum ITunesLookup {
     static func scopes(settings: ITunesLookupSettings, baseURL: URL, items: [Record]) -> [CrawlScope] {
         // Only numeric ids are Lookup ids, and one bad id makes the service
         // reject the whole request; each id is asked for once.
@@ -132,7 +132,7 @@ public enum ITunesLookup {
     /// to the upstream source). `rowCount` counts child rows only, since
     /// `limit` counts children (`limit=200` gives 201 rows).
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` as ``ITunesSearch/decodePage(_:)`` does.
-    public static func decodeChildren(_ response: HTTPResponse, parentKey: String) throws(StoreSyncError)
+    package static func decodeChildren(_ response: HTTPResponse, parentKey: String) throws(StoreSyncError)
         -> DecodedPage<Record> {
         var page = try ITunesSearch.decodePage(response)
         // The parent is the row keyed by the looked-up id (a podcast's trackId, an

@@ -56,7 +56,7 @@ extension ITunesSearchSettings: SourceKind {
 }
 
 /// iTunes Search API (`/search`) and the shared row mapping of Search and Lookup.
-public enum ITunesSearch {
+package enum ITunesSearch {
     /// The real iTunes Store services (Search, Lookup, genres, legacy charts).
     static let itunesBaseURL = URL(string: "https://itunes.apple.com")!
 
@@ -85,7 +85,7 @@ public enum ITunesSearch {
     }
 
     /// Decodes a Search or Lookup response: `{"resultCount": n, "results": [...]}`.
-    public static func decodePage(_ response: HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record> {
+    package static func decodePage(_ response: HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record> {
         let document = try PageJSON.parse(response)
         guard let results = document["results"]?.arrayValue else {
             if let message = document["errorMessage"]?.stringValue {

@@ -11,7 +11,7 @@ import Foundation
 /// Detail scopes never sweep: they fetch a chosen subset, so a product
 /// missing from them says nothing about whether it still exists. Removals
 /// come from the list scope.
-public enum MarketplaceDetail {
+package enum MarketplaceDetail {
     private static let onePage = Pagination.pageNumber(firstPage: 1, pageSize: 1, maxPages: 1)
 
     /// One scope per listing in `listings` (duplicates and non-numeric keys
@@ -53,7 +53,7 @@ public enum MarketplaceDetail {
     ///
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` for a body that
     ///   is not a JSON object with this product's id.
-    public static func decodeDetail(_ response: HTTPResponse, id: String) throws(StoreSyncError) -> DecodedPage<Record> {
+    package static func decodeDetail(_ response: HTTPResponse, id: String) throws(StoreSyncError) -> DecodedPage<Record> {
         let url = response.url.absoluteString
         if response.status == 404 || response.status == 410 {
             return DecodedPage(items: [], rowCount: 0, hasNext: false,

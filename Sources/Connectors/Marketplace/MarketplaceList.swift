@@ -44,7 +44,7 @@ extension MarketplaceSettings: SourceKind {
 }
 
 /// The marketplace product list (`/api/products?page_no=&items_per_page=`).
-public enum MarketplaceList {
+package enum MarketplaceList {
     static func scopes(settings: MarketplaceSettings, baseURL: URL) -> [CrawlScope] {
         let perPage = max(settings.itemsPerPage, 1)
         return [CrawlScope(
@@ -61,7 +61,7 @@ public enum MarketplaceList {
 
     /// Decodes a list page in either key era: the server renamed its page keys
     /// from snake_case to camelCase in late 2022; product keys stayed snake_case.
-    public static func decodePage(_ response: HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record> {
+    package static func decodePage(_ response: HTTPResponse) throws(StoreSyncError) -> DecodedPage<Record> {
         let document = try PageJSON.parse(response)
         guard let rows = document["pages"]?.arrayValue else {
             throw .malformedPage(url: response.url.absoluteString, reason: "expected an object with a 'pages' array")
