@@ -21,7 +21,7 @@ public struct JobStatus: Sendable {
             if case .locked(_, let holder) = error { status.lockedBy = holder }
         }
         guard FileManager.default.fileExists(atPath: job.storePath) else { return status }
-        let store = try SnapshotStore(path: job.storePath)
+        let store = try SQLiteSnapshotStore(path: job.storePath)
         status.runs = try store.runs(limit: limit)
         for run in status.runs { status.counts[run.id] = try store.sourceCounts(runID: run.id) }
         status.scopes = try store.scopeStates()
