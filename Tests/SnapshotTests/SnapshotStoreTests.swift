@@ -243,10 +243,25 @@ import TestSupport
     }
 }
 
-/// What `status` relies on: a store it can read without writing.
+/// What `status` relies on: a lock it can ask about and a store it can read without writing.
 @Suite struct ReadOnlyAccessTests {
     let directory = TestPaths.temporaryDirectory("read-only")
     var path: String { directory.appendingPathComponent("store.sqlite").path }
+
+    @Test func theLockIsProbedWithoutTakingIt() throws {
+        #expect(RunLock.holder(storePath: path) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path + ".lock"), "a probe creates nothing")
+        do {
+            let lock = try RunLock(storePath: path)
+            let holder = RunLock.holder(storePath: path)
+            #expect(holder?.hasPrefix("pid \(ProcessInfo.processInfo.processIdentifier) since ") == true, "\(String(describing: holder))")
+            // Still held by `lock` alone: probing took nothing.
+            #expect(throws: StoreSyncError.self) { try RunLock(storePath: path) }
+            withExtendedLifetime(lock) {}
+        }
+        #expect(RunLock.holder(storePath: path) == nil)
+        _ = try RunLock(storePath: path)
+    }
 
     @Test func aReadOnlyOpenReadsWithoutWriting() async throws {
         do {
