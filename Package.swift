@@ -42,7 +42,8 @@ let package = Package(
         ),
         // One folder per API: wire types and mapping to Records.
         .target(name: "Connectors", dependencies: ["Catalog", "Crawl", "CLibXML2"]),
-        // The SQLite snapshot: diff/apply, change log, runs, checkpoints.
+        // The snapshot store interface and its SQLite backend: diff/apply, change
+        // log, runs, checkpoints, typed reads; the one owner of GRDB and SQLite.
         .target(
             name: "Snapshot",
             dependencies: [
@@ -54,10 +55,8 @@ let package = Package(
         // CSV, SQLite export, RSS over libxml2's xmlTextWriter.
         .target(
             name: "Export",
-            dependencies: [
-                "Catalog", "Snapshot", "CLibXML2",
-                .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            // No GRDB: exports read the snapshot through its typed interface only.
+            dependencies: ["Catalog", "Snapshot", "CLibXML2"]
         ),
         // The offline iTunes Store and marketplace.
         .target(
@@ -81,7 +80,7 @@ let package = Package(
         // `storesync bench`: storesync beside its peers, whole processes measured alike.
         .target(
             name: "Bench",
-            dependencies: ["Catalog", "Export", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["Catalog", "Export", "Snapshot"]
         ),
         .executableTarget(
             name: "storesync",

@@ -1,6 +1,6 @@
 import Catalog
 import Foundation
-import GRDB
+import Snapshot
 
 /// `storesync bench`: storesync beside the peers of `../shared/bench` on the
 /// same generated files, each tool a separate process measured whole
@@ -189,21 +189,19 @@ public struct Benchmark: Sendable {
             Set((truthJSON[name]?.arrayValue ?? []).compactMap { $0.intValue.map(String.init) })
         }
         let expected = ids("changed").count + ids("removed").count + ids("added").count
-        let queue = try DatabaseQueue(path: store)
-        defer { try? queue.close() }
-        return try queue.read { db -> String? in
-            let run = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM runs") ?? 0
-            let written = try Int.fetchOne(db, sql: "SELECT SUM(record_writes) FROM run_sources WHERE run_id = ?", arguments: [run]) ?? 0
-            var found: [String: Set<String>] = ["added": [], "changed": [], "removed": []]
-            for row in try GRDB.Row.fetchAll(db, sql: "SELECT DISTINCT op, key FROM changes WHERE run_id = ?", arguments: [run]) {
-                found[row["op"], default: []].insert(row["key"])
-            }
-            guard written == expected, found["added"] == ids("added"), found["changed"] == ids("changed"),
-                  found["removed"] == ids("removed") else {
-                return "WRONG: wrote \(written) rows, expected \(expected); changes differ from the truth"
-            }
-            return "exact: \(written) rows written = truth"
+        // Read-only: the measured store is left exactly as the run left it.
+        let snapshot = try SQLiteSnapshotStore(path: store, readOnly: true)
+        guard let run = try snapshot.runs(limit: 1).first?.id else { return "WRONG: no run in \(store)" }
+        let written = try snapshot.sourceCounts(runID: run).reduce(0) { $0 + $1.recordRowsWritten }
+        var found: [String: Set<String>] = ["added": [], "changed": [], "removed": []]
+        try snapshot.forEachChange(runID: run, order: .record) { change in
+            found[change.op, default: []].insert(change.key)
         }
+        guard written == expected, found["added"] == ids("added"), found["changed"] == ids("changed"),
+              found["removed"] == ids("removed") else {
+            return "WRONG: wrote \(written) rows, expected \(expected); changes differ from the truth"
+        }
+        return "exact: \(written) rows written = truth"
     }
 
     func loadAndApply(_ files: DataFiles, cLoad: String?) throws -> [Row] {
@@ -349,9 +347,7 @@ public struct Benchmark: Sendable {
         var rows: [Row] = []
         if let row = try measure(task: "HTTP end to end", tool: "storesync", records: n, prepare: { remove(store) },
                                  [options.executable, "run", path, "-q", "--no-progress"]) {
-            let written = try DatabaseQueue(path: store).read { db in
-                try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE entity = 'listing'") ?? 0
-            }
+            let written = try SQLiteSnapshotStore(path: store, readOnly: true).recordCount(of: .listing)
             var row = row
             row.note = String(format: "%.0f pages/s; %d listings stored", Double(pages) / row.median, written)
             rows.append(row)

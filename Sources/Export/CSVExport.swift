@@ -1,10 +1,9 @@
 import Catalog
 import Foundation
-import GRDB
 import Snapshot
 
-/// CSV reports over the snapshot, streamed row by row from SQLite so memory
-/// does not grow with the table.
+/// CSV reports over the snapshot, streamed row by row from the store so
+/// memory does not grow with the table.
 enum CSVExport {
     static func options(_ spec: CSVExportOptions) -> CSVOptions {
         CSVOptions(delimiter: spec.delimiter.utf8.first ?? UInt8(ascii: ","), lineEnding: spec.crlf ? .crlf : .lf,
@@ -13,64 +12,50 @@ enum CSVExport {
 
     /// `{entity}.csv` for every entity in the snapshot: source, key, the
     /// entity's fixed columns, and the whole payload last (so nothing is lost),
-    /// one row per record in the order the snapshot first stored them.
+    /// one row per record in the store's insertion order (stable from night to
+    /// night, so two nights' files diff line by line).
     static func writeTables(directory: URL, options spec: CSVExportOptions, context: ExportContext) throws -> [ExportedFile] {
         let csvOptions = options(spec)
-        return try context.store.reader.read { db in
-            var files: [ExportedFile] = []
-            for entity in try SnapshotExporter.entities(db) {
-                let columns = EntityColumns.columns(for: entity)
-                let url = directory.appendingPathComponent("\(entity.rawValue).csv")
-                let header = ["source", "key"] + columns.map(\.name) + ["payload"]
-                let selected = (["source", "key"] + columns.map { _ in "json_extract(payload, ?)" } + ["payload"]).joined(separator: ", ")
-                let arguments = StatementArguments(columns.map(\.jsonPath) + [entity.rawValue])
-                let rows = try CSVWriter.write(to: url, header: header, options: csvOptions) { emit in
-                    // Rows in the order the snapshot first stored them: a sequential read (ordering a
-                    // million rows by key spilled ~1 GB to a temporary B-tree and doubled the
-                    // export's time), stable from night to night (a changed record keeps its place,
-                    // new ones come last), so two nights' files diff line by line.
-                    let cursor = try Row.fetchCursor(db, sql: "SELECT \(selected) FROM records WHERE entity = ? ORDER BY rowid",
-                                                     arguments: arguments)
-                    var cells: [CSVCell] = []
-                    cells.reserveCapacity(header.count)
-                    while let row = try cursor.next() {
-                        cells.removeAll(keepingCapacity: true)
-                        for index in 0..<header.count { cells.append(cell(row[index] as DatabaseValue)) }
-                        try emit(cells)
-                    }
+        var files: [ExportedFile] = []
+        for entity in try context.store.entities() {
+            let columns = EntityColumns.columns(for: entity)
+            let url = directory.appendingPathComponent("\(entity.rawValue).csv")
+            let header = ["source", "key"] + columns.map(\.name) + ["payload"]
+            let rows = try CSVWriter.write(to: url, header: header, options: csvOptions) { emit in
+                var cells: [CSVCell] = []
+                cells.reserveCapacity(header.count)
+                try context.store.forEachRecord(of: entity, columns: columns, order: .insertion) { record in
+                    cells.removeAll(keepingCapacity: true)
+                    cells.append(.text(record.source))
+                    cells.append(.text(record.key))
+                    for value in record.values { cells.append(cell(value)) }
+                    cells.append(.text(record.payload))
+                    try emit(cells)
                 }
-                files.append(ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows))
             }
-            return files
+            files.append(ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows))
         }
+        return files
     }
 
     /// The run's change log, one row per added/removed record and per changed field.
     static func writeChanges(to url: URL, options spec: CSVExportOptions, context: ExportContext) throws -> ExportedFile {
         let header = ["run", "source", "op", "entity", "key", "field", "before", "after"]
-        let rows = try context.store.reader.read { db in
-            try CSVWriter.write(to: url, header: header, options: options(spec)) { emit in
-                let cursor = try Row.fetchCursor(db, sql: """
-                    SELECT run_id, source, op, entity, key, field, before, after FROM changes
-                    WHERE run_id = ? ORDER BY source, entity, key, op, field
-                    """, arguments: [context.runID])
-                while let row = try cursor.next() {
-                    try emit([.integer(row[0] as Int64), .text(row[1]), .text(row[2]), .text(row[3]), .text(row[4]),
-                              (row[5] as String?).map(CSVCell.text) ?? .null,
-                              readable(row[6]), readable(row[7])])
-                }
+        let rows = try CSVWriter.write(to: url, header: header, options: options(spec)) { emit in
+            try context.store.forEachChange(runID: context.runID, order: .record) { change in
+                try emit([.integer(change.runID), .text(change.source), .text(change.op), .text(change.entity), .text(change.key),
+                          change.field.map(CSVCell.text) ?? .null, readable(change.before), readable(change.after)])
             }
         }
         return ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows)
     }
 
-    static func cell(_ value: DatabaseValue) -> CSVCell {
-        switch value.storage {
+    static func cell(_ value: StoredValue) -> CSVCell {
+        switch value {
         case .null: .null
-        case .int64(let i): .integer(i)
-        case .double(let d): .real(d)
-        case .string(let s): .text(s)
-        case .blob(let data): .text(data.base64EncodedString())
+        case .integer(let i): .integer(i)
+        case .real(let d): .real(d)
+        case .text(let s): .text(s)
         }
     }
 

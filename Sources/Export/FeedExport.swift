@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 import Snapshot
 
 /// Feeds and OPML over the snapshot: which records a feed lists, how they
@@ -93,85 +92,54 @@ enum FeedExport {
 
     /// Candidates in feed order (stable: ties broken by key).
     static func select(_ kind: FeedKind, chart: String? = nil, context: ExportContext) throws -> [Candidate] {
-        try context.store.reader.read { db in
-            func rows(_ sql: String, _ arguments: StatementArguments = []) throws -> [Candidate] {
-                try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in
-                    guard let fields = try? JSONParser.parse(Array((row["payload"] as String).utf8)) else { return nil }
-                    var candidate = Candidate(entity: row["entity"], key: row["key"], fields: fields, date: nil)
-                    if let seconds = row["run_started"] as Double? { candidate.date = Date(timeIntervalSince1970: seconds) }
-                    return candidate
-                }
+        let store = context.store
+        func candidates(_ records: [FeedRecord]) -> [Candidate] {
+            records.compactMap { record in
+                guard let fields = try? JSONParser.parse(Array(record.payload.utf8)) else { return nil }
+                return Candidate(entity: record.entity.rawValue, key: record.key, fields: fields, date: record.addedRunStartedAt)
             }
-            switch kind {
-            case .podcastsUpdated:
-                return try rows("SELECT entity, key, payload FROM records WHERE entity = 'podcast' ORDER BY json_extract(payload, '$.releaseDate') DESC, key")
-            case .podcastsNew:
-                return try rows("""
-                    SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r JOIN runs ON runs.id = r.added_run
-                    WHERE r.entity = 'podcast' ORDER BY r.added_run DESC, json_extract(r.payload, '$.releaseDate') DESC, r.key
-                    """)
-            case .episodesNew:
-                return try rows("SELECT entity, key, payload FROM records WHERE entity = 'episode' ORDER BY json_extract(payload, '$.releaseDate') DESC, key")
-            case .musicNew:
-                return try rows("""
-                    SELECT entity, key, payload FROM records WHERE entity IN ('song', 'album', 'music-video')
-                    ORDER BY json_extract(payload, '$.releaseDate') DESC, entity, key
-                    """)
-            case .listingsNew:
-                return try rows("""
-                    SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r JOIN runs ON runs.id = r.added_run
-                    WHERE r.entity = 'listing' ORDER BY r.added_run DESC, json_extract(r.payload, '$.created_at') DESC, r.key
-                    """)
-            case .priceDrops:
-                // The latest price change of each listing still listed, if it went down.
-                var drops: [Candidate] = []
-                for row in try Row.fetchAll(db, sql: """
-                    SELECT r.key, r.payload, c.before, c.after, runs.started_at AS run_started
-                    FROM changes c JOIN records r ON r.source = c.source AND r.entity = c.entity AND r.key = c.key
-                    JOIN runs ON runs.id = c.run_id
-                    WHERE c.entity = 'listing' AND c.op = 'changed' AND c.field = 'price'
-                      AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.source = c.source AND c2.entity = c.entity
-                                  AND c2.key = c.key AND c2.op = 'changed' AND c2.field = 'price')
-                      AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
-                    ORDER BY c.run_id DESC, r.key
-                    """) {
-                    guard let fields = try? JSONParser.parse(Array((row["payload"] as String).utf8)) else { continue }
-                    drops.append(Candidate(entity: "listing", key: row["key"], fields: fields,
-                                           date: Date(timeIntervalSince1970: row["run_started"]),
-                                           extra: ["before": row["before"], "after": row["after"]]))
-                }
-                return drops
-            case .changes:
-                return try changeCandidates(db, context: context)
-            case .top:
-                return try rows("""
-                    SELECT entity, key, payload FROM records WHERE entity = 'chart-entry' AND json_extract(payload, '$.chart') = ?
-                    ORDER BY json_extract(payload, '$.country'), json_extract(payload, '$.genreId'),
-                             json_extract(payload, '$.rank'), key
-                    """, [chart ?? ""])
+        }
+        switch kind {
+        case .podcastsUpdated:
+            return candidates(try store.recordsNewestFirst([.podcast], by: "releaseDate"))
+        case .podcastsNew:
+            return candidates(try store.recordsNewestAdded(.podcast, thenBy: "releaseDate"))
+        case .episodesNew:
+            return candidates(try store.recordsNewestFirst([.episode], by: "releaseDate"))
+        case .musicNew:
+            return candidates(try store.recordsNewestFirst([.song, .album, .musicVideo], by: "releaseDate"))
+        case .listingsNew:
+            return candidates(try store.recordsNewestAdded(.listing, thenBy: "created_at"))
+        case .priceDrops:
+            // The latest price change of each listing still listed, if it went down.
+            return try store.latestDecreases(of: .listing, field: "price").compactMap { drop in
+                guard let fields = try? JSONParser.parse(Array(drop.payload.utf8)) else { return nil }
+                return Candidate(entity: "listing", key: drop.key, fields: fields, date: drop.runStartedAt,
+                                 extra: ["before": drop.before, "after": drop.after])
             }
+        case .changes:
+            return try changeCandidates(context: context)
+        case .top:
+            return candidates(try store.chartEntries(chart: chart ?? ""))
         }
     }
 
     /// One item per record this run added, changed or removed.
-    static func changeCandidates(_ db: Database, context: ExportContext) throws -> [Candidate] {
+    static func changeCandidates(context: ExportContext) throws -> [Candidate] {
         var order: [String] = []
         var byRecord: [String: Candidate] = [:]
-        for row in try Row.fetchAll(db, sql: """
-            SELECT c.source, c.entity, c.key, c.op, c.field, c.before, c.after, r.payload
-            FROM changes c LEFT JOIN records r ON r.source = c.source AND r.entity = c.entity AND r.key = c.key
-            WHERE c.run_id = ? ORDER BY c.source, c.entity, c.key, c.field
-            """, arguments: [context.runID]) {
-            let id = "\(row["source"] as String)|\(row["entity"] as String)|\(row["key"] as String)"
+        for row in try context.store.changesWithRecords(runID: context.runID) {
+            let change = row.change
+            let id = "\(change.source)|\(change.entity)|\(change.key)"
             if byRecord[id] == nil {
-                let payload: String? = row["payload"] ?? row["before"]
+                let payload = row.currentPayload ?? change.before
                 let fields = payload.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .object([:])
-                byRecord[id] = Candidate(entity: row["entity"], key: row["key"], fields: fields, date: context.runDate,
-                                         extra: ["op": row["op"], "source": row["source"], "fields": ""])
+                byRecord[id] = Candidate(entity: change.entity, key: change.key, fields: fields, date: context.runDate,
+                                         extra: ["op": change.op, "source": change.source, "fields": ""])
                 order.append(id)
             }
-            if let field = row["field"] as String? {
-                let line = "\(field): \(readable(row["before"])) → \(readable(row["after"]))"
+            if let field = change.field {
+                let line = "\(field): \(readable(change.before)) → \(readable(change.after))"
                 let previous = byRecord[id]?.extra["fields"] ?? ""
                 byRecord[id]?.extra["fields"] = previous.isEmpty ? line : previous + "\n" + line
             }

@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 import Snapshot
 
 /// The per-run report (JSON) and the Prometheus textfile, both built from what
@@ -31,23 +30,10 @@ enum RunReportExport {
             throw StoreSyncError.exportFailed(path: "run report", reason: "run \(context.runID) is not in the snapshot")
         }
         let sources = try context.store.sourceCounts(runID: context.runID)
-        let entities = try context.store.reader.read { db in
-            var entities: [String: [String: EntityCounts]] = [:]
-            // A changed record logs one row per field: count records, not rows.
-            for row in try Row.fetchAll(db, sql: """
-                SELECT source, entity, op, count(DISTINCT key) AS n FROM changes WHERE run_id = ? GROUP BY source, entity, op
-                """, arguments: [context.runID]) {
-                let n: Int = row["n"]
-                switch row["op"] as String {
-                case "added": entities[row["source"], default: [:]][row["entity"], default: .init()].added = n
-                case "changed": entities[row["source"], default: [:]][row["entity"], default: .init()].changed = n
-                default: entities[row["source"], default: [:]][row["entity"], default: .init()].removed = n
-                }
-            }
-            for row in try Row.fetchAll(db, sql: "SELECT source, entity, count(*) AS n FROM records GROUP BY source, entity") {
-                entities[row["source"], default: [:]][row["entity"], default: .init()].records = row["n"]
-            }
-            return entities
+        var entities: [String: [String: EntityCounts]] = [:]
+        for tally in try context.store.entityTallies(runID: context.runID) {
+            entities[tally.source, default: [:]][tally.entity] = EntityCounts(
+                added: tally.added, changed: tally.changed, removed: tally.removed, records: tally.records)
         }
         return Facts(run: run, sources: sources, entities: entities)
     }

@@ -1,12 +1,11 @@
 import Catalog
 import Foundation
-import GRDB
 import Logging
 import Snapshot
 
 /// What an export is made from: one run's view of the snapshot.
 public struct ExportContext: Sendable {
-    public var store: SnapshotStore
+    public var store: any SnapshotStore
     public var runID: Int64
     public var jobName: String
     /// Every time written into a file comes from here, never from "now", so
@@ -14,7 +13,7 @@ public struct ExportContext: Sendable {
     public var runDate: Date
     public var outputDirectory: String
 
-    public init(store: SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
+    public init(store: any SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
         self.store = store
         self.runID = runID
         self.jobName = jobName
@@ -76,11 +75,6 @@ public enum SnapshotExporter {
         return files
     }
 
-    /// The entities present in the snapshot, in a stable order.
-    static func entities(_ db: Database) throws -> [EntityKind] {
-        try String.fetchAll(db, sql: "SELECT DISTINCT entity FROM records ORDER BY entity").compactMap(EntityKind.init(rawValue:))
-    }
-
     static func fileSize(_ url: URL) -> Int64 {
         ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size]) as? NSNumber)?.int64Value ?? 0
     }
@@ -89,42 +83,27 @@ public enum SnapshotExporter {
 /// The consumer database: one table per entity with typed columns and the
 /// raw payload, plus the change log and the runs, separate from the snapshot
 /// so readers (sqlite3, Datasette) never hold a lock on the live store.
+///
+/// Filled from the store's typed reads and written through Snapshot's
+/// ``SQLiteFile``; the SQL that shapes this file stays here, because the
+/// file's layout is an export format (like the CSV columns), not the store's
+/// schema: a PostgreSQL store exports the very same file.
 enum SQLiteExport {
     static func write(to url: URL, context: ExportContext) throws -> ExportedFile {
         let temporary = try AtomicFile.temporaryURL(for: url)
         var rows = 0
         do {
-            let queue = try DatabaseQueue(path: temporary.path)
-            try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA journal_mode = OFF")
-                try db.execute(sql: "ATTACH DATABASE ? AS snap", arguments: [context.store.path])
-                try db.inTransaction {
-                    let entities = try SnapshotExporter.entities(db)
-                    for entity in entities {
-                        rows += try copyEntity(entity, db: db)
-                    }
-                    if entities.contains(.chartEntry) {
-                        try createChartView(db, entities: entities)
-                    }
-                    try db.execute(sql: """
-                        CREATE TABLE changes (run_id INTEGER, source TEXT, entity TEXT, key TEXT, op TEXT, field TEXT, before TEXT, after TEXT);
-                        INSERT INTO changes SELECT run_id, source, entity, key, op, field, before, after FROM snap.changes ORDER BY id;
-                        CREATE INDEX changes_by_run ON changes(run_id);
-                        CREATE TABLE runs (id INTEGER PRIMARY KEY, job TEXT, night INTEGER, started_at TEXT, finished_at TEXT, status TEXT,
-                                           added INTEGER, changed INTEGER, removed INTEGER, unchanged INTEGER, pages INTEGER, requests INTEGER);
-                        INSERT INTO runs
-                        SELECT r.id, r.job, r.night,
-                               strftime('%Y-%m-%dT%H:%M:%SZ', r.started_at, 'unixepoch'),
-                               strftime('%Y-%m-%dT%H:%M:%SZ', r.finished_at, 'unixepoch'),
-                               r.status, sum(s.added), sum(s.changed), sum(s.removed), sum(s.unchanged), sum(s.pages), sum(s.requests)
-                        FROM snap.runs r LEFT JOIN snap.run_sources s ON s.run_id = r.id
-                        WHERE r.id <= ? GROUP BY r.id ORDER BY r.id;
-                        """, arguments: [context.runID])
-                    return .commit
+            try SQLiteFile.create(at: temporary.path) { file in
+                let entities = try context.store.entities()
+                for entity in entities {
+                    rows += try copyEntity(entity, store: context.store, into: file)
                 }
-                try db.execute(sql: "DETACH DATABASE snap")
+                if entities.contains(.chartEntry) {
+                    try createChartView(file, entities: entities)
+                }
+                try copyChanges(store: context.store, into: file)
+                try copyRuns(through: context.runID, store: context.store, into: file)
             }
-            try queue.close()
             // Built whole under a temporary name, then published like every
             // other export: readers see the old file or the new one.
             try AtomicFile.publish(temporary: temporary, to: url)
@@ -137,13 +116,13 @@ enum SQLiteExport {
 
     /// `charts`: every chart slot with its item's name from the item's own
     /// table where storesync has it (the chart's name otherwise), ranked.
-    static func createChartView(_ db: Database, entities: [EntityKind]) throws {
+    static func createChartView(_ file: SQLiteFile, entities: [EntityKind]) throws {
         let items = entities.filter { $0 != .chartEntry && EntityColumns.columns(for: $0).contains { $0.name == "name" } }
         let joins = items.enumerated().map { index, entity in
             "LEFT JOIN \"\(entity.rawValue)\" i\(index) ON c.item_entity = '\(entity.rawValue)' AND i\(index).key = c.item_key"
         }
         let name = "COALESCE(" + (items.indices.map { "i\($0).name" } + ["c.name"]).joined(separator: ", ") + ")"
-        try db.execute(sql: """
+        try file.execute("""
             CREATE VIEW charts AS
             SELECT c.chart, c.country, c.genre_id, c.genre, c.rank, c.item_entity, c.item_key, \(name) AS name, c.artist, c.link
             FROM "chart-entry" c \(joins.joined(separator: " "))
@@ -151,21 +130,68 @@ enum SQLiteExport {
             """)
     }
 
-    static func copyEntity(_ entity: EntityKind, db: Database) throws -> Int {
+    /// The entity's table, its rows by source and key; returns how many.
+    static func copyEntity(_ entity: EntityKind, store: any SnapshotStore, into file: SQLiteFile) throws -> Int {
         let table = "\"\(entity.rawValue)\""
         let columns = EntityColumns.columns(for: entity)
         var definitions = ["source TEXT NOT NULL", "key TEXT NOT NULL"]
         definitions += columns.map { "\"\($0.name)\" \($0.kind.rawValue)" }
         definitions += ["payload TEXT NOT NULL", "PRIMARY KEY (source, key)"]
-        try db.execute(sql: "CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
-        // Bound parameters for every value; only the fixed column list is spliced.
-        let selected = columns.map { _ in "json_extract(payload, ?)" }
-        let sql = "INSERT INTO \(table) SELECT source, key, \((selected + ["payload"]).joined(separator: ", ")) FROM snap.records WHERE entity = ? ORDER BY source, key"
-        try db.execute(sql: sql, arguments: StatementArguments(columns.map(\.jsonPath) + [entity.rawValue]))
-        let count = db.changesCount
+        try file.execute("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
+        // Values are bound; only the fixed table and column names are spliced. The
+        // column affinities type each value as the store read it from the payload.
+        let insert = try file.prepare("INSERT INTO \(table) VALUES (\(Array(repeating: "?", count: columns.count + 3).joined(separator: ", ")))")
+        var count = 0
+        try store.forEachRecord(of: entity, columns: columns, order: .sourceAndKey) { record in
+            insert.bind(1, record.source)
+            insert.bind(2, record.key)
+            for (index, value) in record.values.enumerated() { insert.bind(index + 3, value) }
+            insert.bind(columns.count + 3, record.payload)
+            try insert.run()
+            count += 1
+        }
         if columns.contains(where: { $0.name == "name" }) {
-            try db.execute(sql: "CREATE INDEX \"\(entity.rawValue)_by_name\" ON \(table)(name)")
+            try file.execute("CREATE INDEX \"\(entity.rawValue)_by_name\" ON \(table)(name)")
         }
         return count
+    }
+
+    /// Every run's change log, in the order it was logged.
+    static func copyChanges(store: any SnapshotStore, into file: SQLiteFile) throws {
+        try file.execute("CREATE TABLE changes (run_id INTEGER, source TEXT, entity TEXT, key TEXT, op TEXT, field TEXT, before TEXT, after TEXT)")
+        let insert = try file.prepare("INSERT INTO changes VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        try store.forEachChange(runID: nil, order: .insertion) { change in
+            func optional(_ text: String?) -> StoredValue { text.map(StoredValue.text) ?? .null }
+            insert.bind(1, .integer(change.runID))
+            insert.bind(2, change.source)
+            insert.bind(3, change.entity)
+            insert.bind(4, change.key)
+            insert.bind(5, change.op)
+            insert.bind(6, optional(change.field))
+            insert.bind(7, optional(change.before))
+            insert.bind(8, optional(change.after))
+            try insert.run()
+        }
+        try file.execute("CREATE INDEX changes_by_run ON changes(run_id)")
+    }
+
+    /// The runs up to the exported one, with their summed counters (NULL for a run that stored none).
+    static func copyRuns(through runID: Int64, store: any SnapshotStore, into file: SQLiteFile) throws {
+        try file.execute("""
+            CREATE TABLE runs (id INTEGER PRIMARY KEY, job TEXT, night INTEGER, started_at TEXT, finished_at TEXT, status TEXT,
+                               added INTEGER, changed INTEGER, removed INTEGER, unchanged INTEGER, pages INTEGER, requests INTEGER)
+            """)
+        for summary in try store.runSummaries(through: runID) {
+            let run = summary.run, counts = summary.counts
+            func count(_ value: (SourceCounts) -> Int) -> StoredValue { counts.map { .integer(Int64(value($0))) } ?? .null }
+            // Times formatted by SQLite, as they always were: the same text to the second.
+            try file.execute("""
+                INSERT INTO runs VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ', ?, 'unixepoch'),
+                                         strftime('%Y-%m-%dT%H:%M:%SZ', ?, 'unixepoch'), ?, ?, ?, ?, ?, ?, ?)
+                """, [.integer(run.id), .text(run.job), run.night.map { .integer(Int64($0)) } ?? .null,
+                      .real(run.startedAt.timeIntervalSince1970), run.finishedAt.map { .real($0.timeIntervalSince1970) } ?? .null,
+                      .text(run.status), count(\.added), count(\.changed), count(\.removed), count(\.unchanged),
+                      count(\.pages), count(\.requests)])
+        }
     }
 }

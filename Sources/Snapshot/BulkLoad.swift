@@ -1,7 +1,7 @@
 import Catalog
 import GRDB
 
-extension SnapshotStore {
+extension SQLiteSnapshotStore {
     /// Prepares a first load into an empty snapshot: drops the key index, to be
     /// built once, sorted, by ``endBulkLoad()``. Returns whether it did.
     ///

@@ -2,66 +2,33 @@ import Catalog
 import Foundation
 import GRDB
 
-/// One row of the change log.
-public struct ChangeRow: Sendable, Equatable {
-    public var runID: Int64
-    public var source: String
-    public var entity: String
-    public var key: String
-    public var op: String
-    public var field: String?
-    public var before: String?
-    public var after: String?
-}
-
-/// Where a scope stands, for `status`.
-public struct ScopeRow: Sendable, Equatable {
-    public var source: String
-    public var scope: String
-    /// The run that touched the scope last.
-    public var runID: Int64
-    public var state: String
-    public var nextPage: Int
-    public var error: String?
-    /// Records the scope holds now.
-    public var records: Int
-}
-
-/// A finished or running run, for `status` and reports.
-public struct RunRow: Sendable, Equatable {
-    public var id: Int64
-    public var job: String
-    public var night: Int?
-    public var startedAt: Date
-    public var finishedAt: Date?
-    public var status: String
-    public var attempts: Int
-    public var message: String?
-    public var totals: RunTotals
-}
-
-extension SnapshotStore {
+extension SQLiteSnapshotStore {
     /// Per-source counters of a run, in source-name order.
     public func sourceCounts(runID: Int64) throws(StoreSyncError) -> [SourceCounts] {
         try wrap {
             try pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM run_sources WHERE run_id = ? ORDER BY source", arguments: [runID]).map { row in
-                    var counts = SourceCounts(source: row["source"])
-                    counts.pages = row["pages"]
-                    counts.requests = row["requests"]
-                    counts.added = row["added"]
-                    counts.changed = row["changed"]
-                    counts.unchanged = row["unchanged"]
-                    counts.removed = row["removed"]
-                    counts.skipped = row["skipped"]
-                    counts.seconds = row["seconds"]
-                    counts.recordRowsWritten = row["record_writes"]
-                    counts.drift = row["drift"]
-                    counts.unchangedPages = row["unchanged_pages"]
-                    return counts
+                    Self.counts(row, source: row["source"])
                 }
             }
         }
+    }
+
+    /// A `run_sources` row's counters, its columns named with `prefix`.
+    static func counts(_ row: Row, source: String, prefix: String = "") -> SourceCounts {
+        var counts = SourceCounts(source: source)
+        counts.pages = row[prefix + "pages"]
+        counts.requests = row[prefix + "requests"]
+        counts.added = row[prefix + "added"]
+        counts.changed = row[prefix + "changed"]
+        counts.unchanged = row[prefix + "unchanged"]
+        counts.removed = row[prefix + "removed"]
+        counts.skipped = row[prefix + "skipped"]
+        counts.seconds = row[prefix + "seconds"]
+        counts.recordRowsWritten = row[prefix + "record_writes"]
+        counts.drift = row[prefix + "drift"]
+        counts.unchangedPages = row[prefix + "unchanged_pages"]
+        return counts
     }
 
     /// The change log of a run in a stable order.

@@ -2,8 +2,9 @@ import GRDB
 import GRDBSQLite
 
 /// A prepared GRDB statement bound and stepped through SQLite's C API, for
-/// the two inserts a load makes per record (the row and its change-log line)
-/// and the read of every record's digest at the start of a run.
+/// the two inserts a load makes per record (the row and its change-log line),
+/// the read of every record's digest at the start of a run, and the streamed
+/// reads and writes of the exports (a row per record).
 ///
 /// Hand-written because it measured better: `execute(arguments:)` builds a
 /// `StatementArguments` of existential values on every call, and at a million
@@ -41,6 +42,19 @@ struct RawStatement {
 
     func bind(_ index: Int32, _ value: String?) {
         if let value { bind(index, value) } else { bindNull(index) }
+    }
+
+    func bind(_ index: Int32, _ value: Double) {
+        _ = sqlite3_bind_double(handle, index, value)
+    }
+
+    func bind(_ index: Int32, _ value: StoredValue) {
+        switch value {
+        case .null: bindNull(index)
+        case .integer(let i): bind(index, i)
+        case .real(let d): bind(index, d)
+        case .text(let s): bind(index, s)
+        }
     }
 
     func bindNull(_ index: Int32) {
@@ -85,6 +99,24 @@ struct RawStatement {
 
     func columnOptionalInt64(_ index: Int32) -> Int64? {
         sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, index)
+    }
+
+    func columnText(_ index: Int32) -> String {
+        String(decoding: columnBytes(index), as: UTF8.self)
+    }
+
+    func columnOptionalText(_ index: Int32) -> String? {
+        sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : columnText(index)
+    }
+
+    /// Column `index` as SQLite typed it (a blob, which no payload read yields, as its bytes read as UTF-8).
+    func columnValue(_ index: Int32) -> StoredValue {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_NULL: .null
+        case SQLITE_INTEGER: .integer(sqlite3_column_int64(handle, index))
+        case SQLITE_FLOAT: .real(sqlite3_column_double(handle, index))
+        default: .text(columnText(index))
+        }
     }
 
     /// `SQLITE_TRANSIENT`, a C macro Swift cannot import.

@@ -2,7 +2,7 @@ import Catalog
 import Foundation
 import GRDB
 
-extension SnapshotStore {
+extension SQLiteSnapshotStore {
     /// Records how a scope's crawl ended (its checkpoint state for this run).
     public func finishScope(runID: Int64, source: String, scope: String, state: String, error: String?) throws(StoreSyncError) {
         try wrap {

@@ -12,16 +12,14 @@ public struct JobStatus: Sendable {
     /// Another process is running this job now.
     public var lockedBy: String?
 
-    /// Reads the job's store without writing to it. A job that never ran has no store: empty status.
+    /// Reads the job's store without writing to it, and asks whether a run
+    /// holds its lock without taking the lock, so a run starting meanwhile is
+    /// never turned away. A job that never ran has no store: empty status.
     public static func load(job: JobSpec, runs limit: Int = 10) throws(StoreSyncError) -> JobStatus {
         var status = JobStatus(job: job.name, storePath: job.storePath, runs: [], counts: [:], scopes: [], lockedBy: nil)
-        do {
-            _ = try RunLock(storePath: job.storePath)
-        } catch {
-            if error.code == .locked { status.lockedBy = error.holder }
-        }
+        status.lockedBy = RunLock.holder(storePath: job.storePath)
         guard FileManager.default.fileExists(atPath: job.storePath) else { return status }
-        let store = try SnapshotStore(path: job.storePath)
+        let store = try SQLiteSnapshotStore(path: job.storePath, readOnly: true)
         status.runs = try store.runs(limit: limit)
         for run in status.runs { status.counts[run.id] = try store.sourceCounts(runID: run.id) }
         status.scopes = try store.scopeStates()

@@ -13,7 +13,7 @@ public enum Reexport {
         guard FileManager.default.fileExists(atPath: job.storePath) else {
             throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
         }
-        let store = try SnapshotStore(path: job.storePath)
+        let store = try SQLiteSnapshotStore(path: job.storePath)
         guard let run = try store.runs(limit: 50).first(where: { $0.status != RunStatus.running.rawValue }) else {
             throw .storage(path: job.storePath, reason: "no finished run to export: run `storesync run \(job.file)` first")
         }

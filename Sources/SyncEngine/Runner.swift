@@ -91,7 +91,7 @@ public struct Runner: Sendable {
         if options.dryRun { return try await dryRun(options) }
         let lock = try RunLock(storePath: job.storePath)
         defer { withExtendedLifetime(lock) {} }
-        let store = try SnapshotStore(path: job.storePath)
+        let store = try SQLiteSnapshotStore(path: job.storePath)
         return try await run(options, store: store, exports: true)
     }
 
@@ -104,9 +104,9 @@ public struct Runner: Sendable {
         let copyPath = folder.appendingPathComponent("snapshot.sqlite").path
         if FileManager.default.fileExists(atPath: job.storePath) {
             try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try SnapshotStore.copy(from: job.storePath, to: copyPath)
+            try SQLiteSnapshotStore.copy(from: job.storePath, to: copyPath)
         }
-        let store = try SnapshotStore(path: copyPath)
+        let store = try SQLiteSnapshotStore(path: copyPath)
         var report = try await run(options, store: store, exports: false)
         report.dryRun = true
         return report
@@ -122,7 +122,7 @@ public struct Runner: Sendable {
         var totals = RunTotals()
     }
 
-    func run(_ options: RunOptions, store: SnapshotStore, exports writeExports: Bool) async throws(StoreSyncError) -> RunReport {
+    func run(_ options: RunOptions, store: any SnapshotStore, exports writeExports: Bool) async throws(StoreSyncError) -> RunReport {
         let started = clock.now()
         let run = try store.beginRun(job: job.name, at: environment.now(), simulated: environment.services.hasNights, night: options.night,
                                      resumeExports: writeExports)
@@ -195,7 +195,7 @@ public struct Runner: Sendable {
     }
 
     /// The crawl of a run that finished crawling earlier, as the store recorded it.
-    func storedCrawl(of run: RunInfo, store: SnapshotStore) throws(StoreSyncError) -> CrawlPhase {
+    func storedCrawl(of run: RunInfo, store: any SnapshotStore) throws(StoreSyncError) -> CrawlPhase {
         var phase = CrawlPhase()
         let stored = try store.run(run.id)
         phase.totals = stored?.totals ?? RunTotals()
@@ -219,7 +219,7 @@ public struct Runner: Sendable {
     }
 
     /// Crawls every source in the job's order.
-    func crawl(run: RunInfo, store: SnapshotStore, options: RunOptions) async throws(StoreSyncError) -> CrawlPhase {
+    func crawl(run: RunInfo, store: any SnapshotStore, options: RunOptions) async throws(StoreSyncError) -> CrawlPhase {
         let ownTransport = environment.transport == nil ? AsyncHTTPTransport() : nil
         let session: UpstreamSession
         do {
@@ -260,7 +260,7 @@ public struct Runner: Sendable {
 
     /// Crawls every scope of a source, storing each page as it arrives, then
     /// the follow-up scopes for what changed, then the removal pass.
-    func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: SnapshotStore, fetcher: Fetcher,
+    func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: any SnapshotStore, fetcher: Fetcher,
                progress: (@Sendable (RunProgress) -> Void)?, warnings: inout [String]) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
@@ -359,7 +359,7 @@ public struct Runner: Sendable {
     /// Keeps the upstream records of `scopes` that did not end as intended
     /// pending for `consumer`, so the next run works for them again even if
     /// they no longer change: a failed lookup or detail is retried, not lost.
-    func keepPending(consumer: String, scopes: [CrawlScope], result: inout SourceCrawler.Result, store: SnapshotStore) {
+    func keepPending(consumer: String, scopes: [CrawlScope], result: inout SourceCrawler.Result, store: any SnapshotStore) {
         let unfinished = scopes.filter { !result.settled.contains($0.id) }.flatMap(\.inputs)
         do {
             try store.setPendingInputs(consumer: consumer, unfinished)

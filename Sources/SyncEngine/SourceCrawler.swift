@@ -58,7 +58,7 @@ enum ScopeMessage: Sendable {
 struct SourceCrawler: Sendable {
     let source: SourceSpec
     let run: RunInfo
-    let store: SnapshotStore
+    let store: any SnapshotStore
     let fetcher: Fetcher
     let breaker: CircuitBreaker
     let clock: any CrawlClock

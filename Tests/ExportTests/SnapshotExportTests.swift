@@ -12,8 +12,8 @@ import TestSupport
     let directory = TestPaths.temporaryDirectory("snapshot-export")
     static let started = Date(timeIntervalSince1970: 1_795_308_886)
 
-    func store() async throws -> (SnapshotStore, Int64) {
-        let store = try SnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
+    func store() async throws -> (SQLiteSnapshotStore, Int64) {
+        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
         let run = try store.beginRun(job: "golden", at: Self.started, simulated: true)
         func podcast(_ id: Int, _ name: String) -> Catalog.Record {
             Catalog.Record(entity: .podcast, key: String(id), fields: [
@@ -43,7 +43,7 @@ import TestSupport
         return (store, run.id)
     }
 
-    func context(_ store: SnapshotStore, _ runID: Int64) -> ExportContext {
+    func context(_ store: SQLiteSnapshotStore, _ runID: Int64) -> ExportContext {
         ExportContext(store: store, runID: runID, jobName: "golden", runDate: Self.started,
                       outputDirectory: directory.appendingPathComponent("out").path)
     }
@@ -80,7 +80,7 @@ import TestSupport
     }
 
     @Test func musicAndEpisodeFeedsListNewestFirstWithEnclosures() async throws {
-        let store = try SnapshotStore(path: directory.appendingPathComponent("music.sqlite").path)
+        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("music.sqlite").path)
         let run = try store.beginRun(job: "m", at: Self.started, simulated: false)
         let records = [
             Catalog.Record(entity: .song, key: "1", fields: ["trackName": .string("Old song"), "artistName": .string("A"),

@@ -9,13 +9,20 @@ import TestSupport
     let directory = TestPaths.temporaryDirectory("snapshot")
     var path: String { directory.appendingPathComponent("store.sqlite").path }
 
+    /// The SQLite backend's file, read directly: these tests are white-box tests of that backend.
+    func database() throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        return try DatabaseQueue(path: path, configuration: configuration)
+    }
+
     func podcast(_ key: Int, name: String = "Show", count: Int = 1) -> Catalog.Record {
         Catalog.Record(entity: .podcast, key: String(key), fields: ["trackName": .string(name), "trackCount": .int(Int64(count))])
     }
 
     /// Ends a scope the way the runner does: record its state, then sweep it.
     @discardableResult
-    func finish(_ store: SnapshotStore, _ run: RunInfo, scope: String = "s", state: String = "complete",
+    func finish(_ store: SQLiteSnapshotStore, _ run: RunInfo, scope: String = "s", state: String = "complete",
                 policy: RemovalPolicy = .init()) throws -> RemovalResult {
         try store.finishScope(runID: run.id, source: "src", scope: scope, state: state, error: nil)
         return try store.sweepScope(runID: run.id, source: "src", scope: scope, removal: policy)
@@ -26,7 +33,7 @@ import TestSupport
     }
 
     @Test func firstRunAddsEverythingSecondIdenticalRunWritesNothing() async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         let first = try await store.apply(page(run1, (1...50).map { podcast($0) }))
         #expect(first.added == 50)
@@ -43,7 +50,7 @@ import TestSupport
     }
 
     @Test func changedRecordsLogFieldLevelBeforeAndAfter() async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1, name: "Old", count: 3), podcast(2)]))
         try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
@@ -60,7 +67,7 @@ import TestSupport
     }
 
     @Test func duplicatesWithinARunAreCountedOnce() async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let run = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run, [podcast(1), podcast(2)], page: 0))
         let again = try await store.apply(page(run, [podcast(2), podcast(3)], page: 1))
@@ -71,7 +78,7 @@ import TestSupport
 
     /// Invariant 2: removal only after `afterMisses` complete crawls missed the record.
     @Test func removalWaitsForConsecutiveMissesOfCompleteScopes() async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 0.5)
         func night(_ keys: [Int], state: String = "complete") async throws -> RemovalResult {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
@@ -93,7 +100,7 @@ import TestSupport
     }
 
     @Test func aRecordThatComesBackResetsItsMisses() async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 1)
         for keys in [[1, 2], [1], [1, 2], [1]] {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
@@ -107,7 +114,7 @@ import TestSupport
     /// A record that moved to another scope of the same source is not removed
     /// from its old scope, whatever order the scopes finish in.
     @Test func aRecordThatMovedScopesIsChangedNotRemoved() async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1), podcast(2, name: "News")], scope: "news"))
@@ -128,7 +135,7 @@ import TestSupport
     }
 
     @Test func aScopeIsSweptOnlyOncePerRun() async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 3, maxRatio: 1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1), podcast(2)]))
@@ -139,7 +146,7 @@ import TestSupport
         #expect(try finish(store, run2, policy: policy).pending == 1)
         // A resumed run sweeping again must not count the miss twice.
         #expect(try store.sweepScope(runID: run2.id, source: "src", scope: "s", removal: policy) == RemovalResult())
-        let misses = try await store.reader.read { db in try Int.fetchOne(db, sql: "SELECT count FROM misses") }
+        let misses = try await database().read { db in try Int.fetchOne(db, sql: "SELECT count FROM misses") }
         #expect(misses == 1)
     }
 
@@ -148,7 +155,7 @@ import TestSupport
     /// the records missed, of the swept scope only.
     @Test(arguments: [20, 12_000])
     func sweepsRemoveExactlyTheMissedRecordsOfTheirScope(missing: Int) async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let total = missing + 30
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         _ = try await store.apply(page(run1, (1...total).map { podcast($0) }, scope: "a"))
@@ -174,12 +181,12 @@ import TestSupport
     /// A first load runs without the key index and builds it at the end; a
     /// load killed in between finds it built again when the store reopens.
     @Test func aBulkLoadDropsTheKeyIndexOnlyOnAnEmptyStoreAndItAlwaysComesBack() async throws {
-        func keyIndexExists(_ store: SnapshotStore) throws -> Bool {
-            try store.reader.read { db in
+        func keyIndexExists(_ store: SQLiteSnapshotStore) throws -> Bool {
+            try database().read { db in
                 try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'records_by_key')") ?? false
             }
         }
-        var store: SnapshotStore? = try SnapshotStore(path: path)
+        var store: SQLiteSnapshotStore? = try SQLiteSnapshotStore(path: path)
         let run = try store!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         #expect(try store!.beginBulkLoad())
         #expect(try !keyIndexExists(store!))
@@ -187,7 +194,7 @@ import TestSupport
         #expect(first.added == 30 && first.changed == 1, "a key met twice is rewritten by rowid, with no key index")
         // Killed here: the next open builds the index again.
         store = nil
-        let reopened = try SnapshotStore(path: path)
+        let reopened = try SQLiteSnapshotStore(path: path)
         #expect(try keyIndexExists(reopened))
         #expect(try !reopened.beginBulkLoad(), "the store is no longer empty")
         #expect(try keyIndexExists(reopened))
@@ -195,7 +202,7 @@ import TestSupport
     }
 
     @Test func removalGuardRefusesToEmptyAScope() async throws {
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, (1...100).map { podcast($0) }))
@@ -210,13 +217,13 @@ import TestSupport
 
     @Test func anUnfinishedRunIsResumedWithWhatItHadSeen() async throws {
         do {
-            let store = try SnapshotStore(path: path)
+            let store = try SQLiteSnapshotStore(path: path)
             let run = try store.beginRun(job: "t", at: Date(), simulated: true)
             #expect(run.night == 1)
             _ = try await store.apply(page(run, [podcast(1)], page: 0))
             // No finishRun: the process "died" here.
         }
-        let store = try SnapshotStore(path: path)
+        let store = try SQLiteSnapshotStore(path: path)
         let resumed = try store.beginRun(job: "t", at: Date(), simulated: true)
         #expect(resumed.resumed)
         #expect(resumed.night == 1)
@@ -233,5 +240,63 @@ import TestSupport
         let lock = try RunLock(storePath: path)
         #expect(throws: StoreSyncError.self) { try RunLock(storePath: path) }
         withExtendedLifetime(lock) {}
+    }
+}
+
+/// What `status` relies on: a lock it can ask about and a store it can read without writing.
+@Suite struct ReadOnlyAccessTests {
+    let directory = TestPaths.temporaryDirectory("read-only")
+    var path: String { directory.appendingPathComponent("store.sqlite").path }
+
+    @Test func theLockIsProbedWithoutTakingIt() throws {
+        #expect(RunLock.holder(storePath: path) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path + ".lock"), "a probe creates nothing")
+        do {
+            let lock = try RunLock(storePath: path)
+            let holder = RunLock.holder(storePath: path)
+            #expect(holder?.hasPrefix("pid \(ProcessInfo.processInfo.processIdentifier) since ") == true, "\(String(describing: holder))")
+            // Still held by `lock` alone: probing took nothing.
+            #expect(throws: StoreSyncError.self) { try RunLock(storePath: path) }
+            withExtendedLifetime(lock) {}
+        }
+        #expect(RunLock.holder(storePath: path) == nil)
+        _ = try RunLock(storePath: path)
+    }
+
+    @Test func aReadOnlyOpenReadsWithoutWriting() async throws {
+        do {
+            let store = try SQLiteSnapshotStore(path: path)
+            let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
+            _ = try await store.apply(PageInput(runID: run.id, source: "src", scope: "s", page: 0,
+                                                records: [Catalog.Record(entity: .podcast, key: "1", fields: ["trackName": .string("A")])]))
+            try store.finishRun(run.id, status: .ok, message: nil, at: Date(timeIntervalSince1970: 1))
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        do {
+            let reader = try SQLiteSnapshotStore(path: path, readOnly: true)
+            #expect(try reader.runs(limit: 5).map(\.status) == ["ok"])
+            #expect(try reader.recordCount(of: .podcast) == 1)
+            #expect(throws: StoreSyncError.self) { try reader.beginRun(job: "t", at: Date(), simulated: false) }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test func aReadOnlyOpenRefusesAnOlderSchemaAndLeavesItAlone() throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: """
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1');
+                """)
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        do {
+            _ = try SQLiteSnapshotStore(path: path, readOnly: true)
+            Issue.record("an older store must be refused")
+        } catch {
+            #expect("\(error)".contains("schema is older than this storesync"), "\(error)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(throws: StoreSyncError.self) { try SQLiteSnapshotStore(path: directory.appendingPathComponent("none.sqlite").path, readOnly: true) }
     }
 }

@@ -90,7 +90,7 @@ import TestSupport
         #expect(truth.added.count + truth.changed.count + truth.removed.count > 0, "the world must change overnight")
 
         // The change log names exactly the truth's keys.
-        let store = try SnapshotStore(path: job.storePath)
+        let store = try SQLiteSnapshotStore(path: job.storePath)
         let changes = try store.changes(runID: second.runID).filter { $0.source == "market" }
         #expect(Set(changes.filter { $0.op == "added" }.map(\.key)) == truth.added)
         #expect(Set(changes.filter { $0.op == "changed" }.map(\.key)) == truth.changed)
@@ -114,7 +114,7 @@ import TestSupport
             let c = report.counts
             #expect(c.recordRowsWritten == c.added + c.changed + c.removed, "\(report.name)")
         }
-        let touched = try await store.reader.read { db in
+        let touched = try await DatabaseQueue(path: job.storePath).read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE changed_run = ?", arguments: [second.runID])
         }
         let totals = second.sources.reduce((0, 0)) { ($0.0 + $1.counts.added, $0.1 + $1.counts.changed) }
@@ -134,7 +134,7 @@ import TestSupport
         _ = try await Runner(job: job, logger: .quiet).run()
         let report = try await Runner(job: job, logger: .quiet).run()
         let out = URL(fileURLWithPath: job.outputDirectory)
-        let store = try SnapshotStore(path: job.storePath)
+        let store = try SQLiteSnapshotStore(path: job.storePath)
 
         // CSV per entity: read back with an independent RFC 4180 parser.
         let listings = try store.records(source: "market").count

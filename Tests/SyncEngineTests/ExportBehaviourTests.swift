@@ -112,7 +112,7 @@ import TestSupport
         let report = try await Runner(job: job, logger: .quiet).run()
         #expect(report.outcome == .failed)
         #expect(report.errors.contains { $0.contains("changes.xml") }, "\(report.errors)")
-        let store = try SnapshotStore(path: job.storePath)
+        let store = try SQLiteSnapshotStore(path: job.storePath)
         #expect(try store.run(report.runID)?.status == "failed")
         let json = try JSONParser.parse(Array(try Data(contentsOf: out.appendingPathComponent("report.json"))))
         #expect(json["status"] == .string("failed"))

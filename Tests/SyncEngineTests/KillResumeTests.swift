@@ -175,8 +175,9 @@ import Darwin
 
 // MARK: - The job and its runs
 
-/// A job file in its own temporary folder, run through the real executable.
-private struct KillTestJob {
+/// A job file in its own temporary folder, run through the real executable
+/// (also by StatusDuringRunTests).
+struct KillTestJob {
     let directory: URL
     let binary: URL
     var jobPath: String { directory.appendingPathComponent("job.yml").path }
@@ -221,10 +222,10 @@ private struct KillTestJob {
     /// Every file the exports publish, relative to the output folder.
     let exportFiles = Set(comparableExports + ["killtest.sqlite", "feeds/podcasts.xml", "feeds/podcasts.atom", "report.json"])
 
-    init(label: String, binary: URL) throws {
+    init(label: String, binary: URL, yaml: String = yaml) throws {
         directory = TestPaths.temporaryDirectory(label)
         self.binary = binary
-        try Self.yaml.write(toFile: jobPath, atomically: true, encoding: .utf8)
+        try yaml.write(toFile: jobPath, atomically: true, encoding: .utf8)
     }
 
     /// `storesync run JOB --night N -q`, SIGKILLed after `killAfter` seconds if
@@ -246,7 +247,7 @@ private struct KillTestJob {
     }
 }
 
-private struct RunResult: CustomStringConvertible {
+struct RunResult: CustomStringConvertible {
     var termination: Termination
     var seconds: Double
     var stdout: String
@@ -259,7 +260,7 @@ private struct RunResult: CustomStringConvertible {
 
 /// Finds the `storesync` executable SwiftPM built beside the test bundle
 /// (`swift test` builds every product, executables included).
-private enum StoresyncExecutable {
+enum StoresyncExecutable {
     static func locate() throws -> URL {
         var candidates: [URL] = []
         if let explicit = ProcessInfo.processInfo.environment["STORESYNC_EXECUTABLE"] {
@@ -291,7 +292,7 @@ private enum StoresyncExecutable {
 
 // MARK: - Child processes
 
-private enum Termination: Equatable, CustomStringConvertible {
+enum Termination: Equatable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
     case waitFailed(Int32)
@@ -318,7 +319,7 @@ private enum Termination: Equatable, CustomStringConvertible {
 /// pid stays ours (a zombie at worst) until `wait()`, so `kill()` before it is
 /// always safe, and the wait status tells whether the kill found the process
 /// alive (killed by SIGKILL) or already finished (its own exit code).
-private final class ChildProcess: Sendable {
+final class ChildProcess: Sendable {
     let pid: pid_t
 
     init(_ path: String, _ arguments: [String], stdout: String, stderr: String) throws {
@@ -445,7 +446,7 @@ private struct KillLog: CustomStringConvertible {
 // MARK: - Reading a store
 
 /// A run row's identity and progress: enough to tell whether an attempt got as far as beginning its run.
-private struct RunMark: Equatable {
+struct RunMark: Equatable {
     var id: Int64
     var status: String
     var attempts: Int
@@ -453,7 +454,7 @@ private struct RunMark: Equatable {
     var exported: Bool
 }
 
-private enum StoreInspector {
+enum StoreInspector {
     /// Opens read-only so the check itself never checkpoints or removes the WAL
     /// the kill left: the next run must find the store exactly as the kill left it.
     static func open(_ path: String) throws -> DatabaseQueue {
@@ -486,7 +487,7 @@ private enum StoreInspector {
 
     /// Compares the latest run before and after the killed attempt: unchanged
     /// means the kill came before the run began or resumed (a resume counts an attempt).
-    static func phase(of path: String, before: RunMark?) throws -> KillPhase {
+    fileprivate static func phase(of path: String, before: RunMark?) throws -> KillPhase {
         guard let after = try latestRun(path), after != before else { return .startup }
         return after.status == "running" ? .crawl : .exports
     }

@@ -1,6 +1,8 @@
-import Catalog
-
 /// A typed column of an entity's export, read from the record's payload.
+///
+/// In Catalog because two owners share it: the store applies the projection
+/// (it reads the member out of the stored payload, however its backend can),
+/// and the exports name and type their columns after it.
 public struct ExportColumn: Sendable, Equatable {
     public enum Kind: String, Sendable { case text = "TEXT", integer = "INTEGER", real = "REAL" }
     public var name: String
@@ -13,15 +15,13 @@ public struct ExportColumn: Sendable, Equatable {
         self.field = field
         self.kind = kind
     }
-
-    /// SQLite JSON path of the field (member names quoted: keys may hold dots).
-    var jsonPath: String { "$.\"\(field.replacingOccurrences(of: "\"", with: "\"\""))\"" }
 }
 
 /// The fixed column order of each entity in CSV and SQLite exports. Fixed so
 /// that spreadsheets and scripts built on one night's file read the next;
 /// columns are only ever appended.
 public enum EntityColumns {
+    /// The columns of `entity`, in file order (none for free-form records).
     public static func columns(for entity: EntityKind) -> [ExportColumn] {
         switch entity {
         case .podcast:

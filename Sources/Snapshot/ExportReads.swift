@@ -1,0 +1,196 @@
+import Catalog
+import Foundation
+import GRDB
+
+/// The reads exports and reports make, in SQLite: projections with
+/// `json_extract`, streamed through SQLite's C API.
+extension SQLiteSnapshotStore {
+    /// SQLite JSON path of a payload member (quoted: member names may hold dots).
+    static func jsonPath(_ field: String) -> String {
+        "$.\"\(field.replacingOccurrences(of: "\"", with: "\"\""))\""
+    }
+
+    /// Runs a streaming read: SQLite's errors become ``StoreSyncError``, the callback's pass through unchanged.
+    func stream(_ body: (Database) throws -> Void) throws {
+        do {
+            try pool.read(body)
+        } catch let error as DatabaseError {
+            throw StoreSyncError.storage(path: path, reason: "\(error)")
+        }
+    }
+
+    public func entities() throws(StoreSyncError) -> [EntityKind] {
+        try wrap {
+            try pool.read { db in
+                try String.fetchAll(db, sql: "SELECT DISTINCT entity FROM records ORDER BY entity").compactMap(EntityKind.init(rawValue:))
+            }
+        }
+    }
+
+    public func recordCount(of entity: EntityKind) throws(StoreSyncError) -> Int {
+        try wrap {
+            try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE entity = ?", arguments: [entity.rawValue]) ?? 0 }
+        }
+    }
+
+    public func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
+                              _ body: (ProjectedRecord) throws -> Void) throws {
+        let selected = (["source", "key"] + columns.map { _ in "json_extract(payload, ?)" } + ["payload"]).joined(separator: ", ")
+        // Insertion order is rowid order, a sequential read: ordering a million
+        // rows by key spilled ~1 GB to a temporary B-tree and doubled a CSV export's time.
+        let orderBy = switch order {
+        case .insertion: "rowid"
+        case .sourceAndKey: "source, key"
+        }
+        try stream { db in
+            // Bound parameters for every value; only the fixed column list is spliced.
+            let query = RawStatement(try db.makeStatement(sql: "SELECT \(selected) FROM records WHERE entity = ? ORDER BY \(orderBy)"))
+            for (index, column) in columns.enumerated() { query.bind(Int32(index + 1), Self.jsonPath(column.field)) }
+            query.bind(Int32(columns.count + 1), entity.rawValue)
+            let payloadColumn = Int32(columns.count + 2)
+            // One row value reused: the callback gets it by value, and unless it keeps it the buffers are not copied.
+            var row = ProjectedRecord(source: "", key: "", values: [], payload: "")
+            row.values.reserveCapacity(columns.count)
+            while try query.nextRow(db) {
+                row.source = query.columnText(0)
+                row.key = query.columnText(1)
+                row.values.removeAll(keepingCapacity: true)
+                for column in 2..<payloadColumn { row.values.append(query.columnValue(column)) }
+                row.payload = query.columnText(payloadColumn)
+                try body(row)
+            }
+        }
+    }
+
+    public func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws {
+        let filter = runID == nil ? "" : "WHERE run_id = ?"
+        let orderBy = switch order {
+        case .insertion: "id"
+        case .record: "source, entity, key, op, field"
+        }
+        try stream { db in
+            let query = RawStatement(try db.makeStatement(sql: """
+                SELECT run_id, source, entity, key, op, field, before, after FROM changes \(filter) ORDER BY \(orderBy)
+                """))
+            if let runID { query.bind(1, runID) }
+            while try query.nextRow(db) {
+                try body(ChangeRow(runID: query.columnInt64(0), source: query.columnText(1), entity: query.columnText(2),
+                                   key: query.columnText(3), op: query.columnText(4), field: query.columnOptionalText(5),
+                                   before: query.columnOptionalText(6), after: query.columnOptionalText(7)))
+            }
+        }
+    }
+
+    func feedRecords(_ sql: String, _ arguments: StatementArguments) throws(StoreSyncError) -> [FeedRecord] {
+        try wrap {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in
+                    guard let entity = EntityKind(rawValue: row["entity"]) else { return nil }
+                    return FeedRecord(entity: entity, key: row["key"], payload: row["payload"],
+                                      addedRunStartedAt: (row["run_started"] as Double?).map(Date.init(timeIntervalSince1970:)))
+                }
+            }
+        }
+    }
+
+    public func recordsNewestFirst(_ entities: [EntityKind], by field: String) throws(StoreSyncError) -> [FeedRecord] {
+        try feedRecords("""
+            SELECT entity, key, payload FROM records WHERE entity IN (\(databaseQuestionMarks(count: entities.count)))
+            ORDER BY json_extract(payload, ?) DESC, entity, key
+            """, StatementArguments(entities.map(\.rawValue) + [Self.jsonPath(field)]))
+    }
+
+    public func recordsNewestAdded(_ entity: EntityKind, thenBy field: String) throws(StoreSyncError) -> [FeedRecord] {
+        try feedRecords("""
+            SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r JOIN runs ON runs.id = r.added_run
+            WHERE r.entity = ? ORDER BY r.added_run DESC, json_extract(r.payload, ?) DESC, r.key
+            """, [entity.rawValue, Self.jsonPath(field)])
+    }
+
+    public func chartEntries(chart: String) throws(StoreSyncError) -> [FeedRecord] {
+        try feedRecords("""
+            SELECT entity, key, payload FROM records WHERE entity = ? AND json_extract(payload, ?) = ?
+            ORDER BY json_extract(payload, ?), json_extract(payload, ?), json_extract(payload, ?), key
+            """, [EntityKind.chartEntry.rawValue, Self.jsonPath(ChartEntry.chart), chart, Self.jsonPath(ChartEntry.country),
+                  Self.jsonPath(ChartEntry.genreID), Self.jsonPath(ChartEntry.rank)])
+    }
+
+    public func latestDecreases(of entity: EntityKind, field: String) throws(StoreSyncError) -> [FieldDecrease] {
+        try wrap {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT r.key, r.payload, c.before, c.after, runs.started_at AS run_started
+                    FROM changes c JOIN records r ON r.source = c.source AND r.entity = c.entity AND r.key = c.key
+                    JOIN runs ON runs.id = c.run_id
+                    WHERE c.entity = ? AND c.op = 'changed' AND c.field = ?
+                      AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.source = c.source AND c2.entity = c.entity
+                                  AND c2.key = c.key AND c2.op = 'changed' AND c2.field = c.field)
+                      AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
+                    ORDER BY c.run_id DESC, r.key
+                    """, arguments: [entity.rawValue, field]).map { row in
+                    FieldDecrease(key: row["key"], payload: row["payload"], before: row["before"], after: row["after"],
+                                  runStartedAt: Date(timeIntervalSince1970: row["run_started"]))
+                }
+            }
+        }
+    }
+
+    public func changesWithRecords(runID: Int64) throws(StoreSyncError) -> [ChangeWithRecord] {
+        try wrap {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, r.payload
+                    FROM changes c LEFT JOIN records r ON r.source = c.source AND r.entity = c.entity AND r.key = c.key
+                    WHERE c.run_id = ? ORDER BY c.source, c.entity, c.key, c.field
+                    """, arguments: [runID]).map { ChangeWithRecord(change: Self.changeRow($0), currentPayload: $0["payload"]) }
+            }
+        }
+    }
+
+    public func entityTallies(runID: Int64) throws(StoreSyncError) -> [EntityTally] {
+        try wrap {
+            try pool.read { db in
+                var tallies: [String: [String: EntityTally]] = [:]
+                func update(_ source: String, _ entity: String, _ change: (inout EntityTally) -> Void) {
+                    change(&tallies[source, default: [:]][entity, default: EntityTally(source: source, entity: entity)])
+                }
+                // A changed record logs one row per field: count records, not rows.
+                for row in try Row.fetchAll(db, sql: """
+                    SELECT source, entity, op, count(DISTINCT key) AS n FROM changes WHERE run_id = ? GROUP BY source, entity, op
+                    """, arguments: [runID]) {
+                    let n: Int = row["n"]
+                    update(row["source"], row["entity"]) { tally in
+                        switch row["op"] as String {
+                        case "added": tally.added = n
+                        case "changed": tally.changed = n
+                        default: tally.removed = n
+                        }
+                    }
+                }
+                for row in try Row.fetchAll(db, sql: "SELECT source, entity, count(*) AS n FROM records GROUP BY source, entity") {
+                    update(row["source"], row["entity"]) { $0.records = row["n"] }
+                }
+                return tallies.keys.sorted().flatMap { source in
+                    tallies[source]!.keys.sorted().map { tallies[source]![$0]! }
+                }
+            }
+        }
+    }
+
+    public func runSummaries(through runID: Int64) throws(StoreSyncError) -> [RunSummary] {
+        try wrap {
+            try pool.read { db in
+                // Every counter summed, so a summary reads like one source's row (`s_` columns).
+                let sums = ["pages", "requests", "added", "changed", "unchanged", "removed", "skipped", "seconds",
+                            "record_writes", "drift", "unchanged_pages"].map { "sum(s.\($0)) AS s_\($0)" }
+                return try Row.fetchAll(db, sql: """
+                    SELECT r.*, count(s.run_id) AS s_count, \(sums.joined(separator: ", "))
+                    FROM runs r LEFT JOIN run_sources s ON s.run_id = r.id
+                    WHERE r.id <= ? GROUP BY r.id ORDER BY r.id
+                    """, arguments: [runID]).map { row in
+                    RunSummary(run: Self.runRow(row), counts: row["s_count"] as Int > 0 ? Self.counts(row, source: "", prefix: "s_") : nil)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Catalog
+import GRDB
+
+/// A new SQLite file, built whole in one transaction: the consumer database
+/// an export publishes. Here because this target is the one owner of GRDB;
+/// what the file holds (its tables, view and indexes) is the export's format
+/// and stays with the export, which hands the SQL in.
+package final class SQLiteFile {
+    private let db: Database
+
+    private init(_ db: Database) {
+        self.db = db
+    }
+
+    /// Creates the file at `path` (which must not exist) and runs `body` in
+    /// one transaction; the file is closed when this returns.
+    package static func create(at path: String, _ body: (SQLiteFile) throws -> Void) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in
+            // Built under a temporary name and renamed into place by the caller: no journal to keep.
+            try db.execute(sql: "PRAGMA journal_mode = OFF")
+            try db.inTransaction {
+                try body(SQLiteFile(db))
+                return .commit
+            }
+        }
+        try queue.close()
+    }
+
+    /// Runs `sql` (one or more statements) with `arguments` bound to its `?`s.
+    package func execute(_ sql: String, _ arguments: [StoredValue] = []) throws {
+        try db.execute(sql: sql, arguments: StatementArguments(arguments.map(\.databaseValue)))
+    }
+
+    /// A statement prepared once and run per row, bound through SQLite's C API.
+    package func prepare(_ sql: String) throws -> Statement {
+        Statement(raw: RawStatement(try db.makeStatement(sql: sql)), db: db)
+    }
+
+    package struct Statement {
+        fileprivate let raw: RawStatement
+        fileprivate let db: Database
+
+        /// Binds the 1-based parameter `index`.
+        package func bind(_ index: Int, _ value: StoredValue) { raw.bind(Int32(index), value) }
+        package func bind(_ index: Int, _ value: String) { raw.bind(Int32(index), value) }
+
+        /// Runs the statement with what is bound, and readies it for the next row.
+        package func run() throws { try raw.execute(db) }
+    }
+}
+
+extension StoredValue {
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: .null
+        case .integer(let i): i.databaseValue
+        case .real(let d): d.databaseValue
+        case .text(let s): s.databaseValue
+        }
+    }
+}

@@ -1,0 +1,460 @@
+import Catalog
+import Foundation
+import GRDB
+import Synchronization
+
+/// The embedded ``SnapshotStore``: one SQLite file in WAL mode, through GRDB.
+///
+/// Its tables, SQL and SQLite types (rowids, hashes stored as signed
+/// integers) stay in this target; everything else reads and writes it
+/// through the protocol.
+public final class SQLiteSnapshotStore: SnapshotStore {
+    /// The database file.
+    public let path: String
+    /// A pool (WAL: readers beside the one writer), or a read-only queue.
+    let pool: any DatabaseWriter
+    /// Keys seen in the current run, per source: dedup within a run and the
+    /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
+    private let seen = Mutex<[String: Set<RecordIdentity>]>([:])
+    /// Each source's stored digests, read on first use and kept in step with
+    /// every write this store makes (it is the only writer: the run lock).
+    private let digestIndexes = Mutex<[String: DigestIndex]>([:])
+    /// Per source, the records a run has not seen, grouped by scope, found at
+    /// its first sweep (``unseenMembers(_:runID:source:scope:seen:)``).
+    let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
+
+    /// Opens (creating if needed) the store at `path` and brings its schema up to date.
+    public convenience init(path: String) throws(StoreSyncError) {
+        try self.init(path: path, readOnly: false)
+    }
+
+    /// Opens the store at `path`. Read-only, it must exist and is never
+    /// written to, not even to migrate it: a store whose schema is older
+    /// (or newer) than this storesync is refused with a message saying so,
+    /// since upgrading it is the next run's job, under the run lock.
+    public init(path: String, readOnly: Bool) throws(StoreSyncError) {
+        self.path = path
+        guard !readOnly else {
+            pool = try Self.openReadOnly(path)
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                // NORMAL is durable across process crashes in WAL mode; only a
+                // power loss can drop the last transactions, never corrupt.
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                // 32 MiB instead of 2 for the writer: the key index pages a night
+                // with scattered keys touches stay cached (64 MiB measured no faster
+                // at 1M records, a first load building the index once at its end).
+                // Readers scan (digests, exports) and keep the default: a reader per
+                // pool slot with a large cache would cost memory for nothing.
+                if !db.configuration.readonly {
+                    try db.execute(sql: "PRAGMA cache_size = -32768")
+                }
+            }
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Schema.migrator.migrate(pool)
+            try pool.write { db in try db.execute(sql: Schema.keyIndex) }
+        } catch {
+            throw .storage(path: path, reason: "cannot open: \(error)")
+        }
+    }
+
+    private static func openReadOnly(_ path: String) throws(StoreSyncError) -> DatabaseQueue {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw .storage(path: path, reason: "no store here")
+        }
+        let queue: DatabaseQueue
+        let (complete, superseded): (Bool, Bool)
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.busyMode = .timeout(10)
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            (complete, superseded) = try queue.read { db in
+                (try Schema.migrator.hasCompletedMigrations(db), try Schema.migrator.hasBeenSuperseded(db))
+            }
+        } catch {
+            throw .storage(path: path, reason: "cannot open read-only: \(error)")
+        }
+        if superseded {
+            throw .storage(path: path, reason: "the store was written by a newer storesync; use that version to read it")
+        }
+        if !complete {
+            throw .storage(path: path, reason: "the store's schema is older than this storesync; a read-only open does not "
+                           + "upgrade it: `storesync run` the job once (it migrates under the run lock), then read it")
+        }
+        return queue
+    }
+
+    public var location: String { path }
+
+    func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
+        do {
+            return try body()
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .storage(path: path, reason: "\(error)")
+        }
+    }
+
+    // MARK: Runs
+
+    /// Starts a run, or resumes the last one if it never finished (it was killed).
+    ///
+    /// The simulated night advances only after a run that finished: a resumed
+    /// run crawls the night it started, so it converges to what an
+    /// uninterrupted run would have stored.
+    /// A run whose crawl finished but whose exports did not (killed while
+    /// exporting, or an export failed) is resumed too, by exporting only,
+    /// unless `resumeExports` is false (a dry run crawls the next night).
+    public func beginRun(job: String, at date: Date, simulated: Bool, night requestedNight: Int? = nil,
+                         resumeExports: Bool = true) throws(StoreSyncError) -> RunInfo {
+        let info: RunInfo = try wrap {
+            try pool.write { db in
+                let last = try Row.fetchOne(db, sql: "SELECT id, night, status, crawl_status, exported, started_at FROM runs ORDER BY id DESC LIMIT 1")
+                let sameNight = requestedNight == nil || requestedNight == last?["night"]
+                if let last, last["status"] as String == RunStatus.running.rawValue, sameNight {
+                    let id: Int64 = last["id"]
+                    try db.execute(sql: "UPDATE runs SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
+                    return RunInfo(id: id, night: last["night"], resumed: true,
+                                   startedAt: Date(timeIntervalSince1970: last["started_at"]))
+                }
+                if resumeExports, let last, last["exported"] as Int == 0, sameNight {
+                    let id: Int64 = last["id"]
+                    try db.execute(sql: "UPDATE runs SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
+                    let crawl = (last["crawl_status"] as String?).flatMap(RunStatus.init(rawValue:)) ?? .failed
+                    return RunInfo(id: id, night: last["night"], resumed: true,
+                                   startedAt: Date(timeIntervalSince1970: last["started_at"]), exportOnly: true, crawlStatus: crawl)
+                }
+                if let last, last["status"] as String == RunStatus.running.rawValue {
+                    // A different night was asked for: the unfinished run is abandoned.
+                    try db.execute(sql: "UPDATE runs SET status = 'failed', message = 'abandoned: a later run asked for another night' WHERE id = ?",
+                                   arguments: [last["id"] as Int64])
+                }
+                var night: Int? = requestedNight
+                if night == nil, simulated {
+                    let lastNight: Int? = last?["night"]
+                    let lastCrawl: String? = last?["crawl_status"] ?? last?["status"]
+                    night = lastCrawl == RunStatus.failed.rawValue ? (lastNight ?? 1) : (lastNight ?? 0) + 1
+                }
+                try db.execute(sql: "INSERT INTO runs (job, night, started_at, status, exported) VALUES (?, ?, ?, 'running', 0)",
+                               arguments: [job, night, date.timeIntervalSince1970])
+                return RunInfo(id: db.lastInsertedRowID, night: night, resumed: false, startedAt: date)
+            }
+        }
+        try loadSeen(runID: info.id)
+        return info
+    }
+
+    /// The memo of a page's last stored answer, if any.
+    public func pageMemo(source: String, scope: String, page: Int) throws(StoreSyncError) -> PageMemo? {
+        try wrap {
+            try pool.read { db in
+                guard let row = try Row.fetchOne(db, sql: """
+                    SELECT url, etag, last_modified, body_hash, row_count, has_next, keys FROM page_memos
+                    WHERE source = ? AND scope = ? AND page = ?
+                    """, arguments: [source, scope, page]) else { return nil }
+                var memo = PageMemo(url: row["url"], etag: row["etag"], lastModified: row["last_modified"],
+                                    bodyHash: ContentHash(sqliteValue: row["body_hash"]), rowCount: row["row_count"],
+                                    hasNext: row["has_next"])
+                memo.keyList = row["keys"]
+                return memo
+            }
+        }
+    }
+
+    static func identities(_ keyList: String) -> [RecordIdentity] {
+        keyList.split(separator: "\n").compactMap { (line: Substring) -> RecordIdentity? in
+            guard let tab = line.firstIndex(of: "\t"), let entity = EntityKind(rawValue: String(line[..<tab])) else { return nil }
+            return RecordIdentity(entity: entity, key: String(line[line.index(after: tab)...]))
+        }
+    }
+
+    private func loadSeen(runID: Int64) throws(StoreSyncError) {
+        let pages = try wrap {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT source, keys FROM run_pages WHERE run_id = ?", arguments: [runID])
+                    .map { ($0["source"] as String, $0["keys"] as String) }
+            }
+        }
+        var sets: [String: Set<RecordIdentity>] = [:]
+        for (source, keys) in pages {
+            sets[source, default: []].formUnion(Self.identities(keys))
+        }
+        seen.withLock { $0 = sets }
+    }
+
+    func seenSnapshot(source: String) -> Set<RecordIdentity> {
+        seen.withLock { $0[source] ?? [] }
+    }
+
+    /// Records the run's request counters, duration and messages for reports.
+    public func recordTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: """
+                    UPDATE runs SET requests = ?, retries = ?, throttled = ?, not_modified = ?, failures = ?,
+                        seconds = ?, warnings = ?, errors = ? WHERE id = ?
+                    """, arguments: [totals.requests, totals.retries, totals.throttled, totals.notModified, totals.failures,
+                                     totals.seconds, Self.jsonList(totals.warnings), Self.jsonList(totals.errors), runID])
+            }
+        }
+    }
+
+    static func jsonList(_ items: [String]) -> String {
+        CanonicalJSON.string(.array(items.map(JSONValue.string)))
+    }
+
+    /// Records how the crawl ended. With `exportsFollow`, the run counts as
+    /// finished only once ``markExported(_:message:)`` says its exports are
+    /// written too; until then the next start resumes it by exporting.
+    public func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date,
+                          exportsFollow: Bool) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE runs SET status = ?, crawl_status = ?, message = ?, finished_at = ?, exported = ? WHERE id = ?",
+                               arguments: [status.rawValue, status.rawValue, message, date.timeIntervalSince1970,
+                                           exportsFollow ? 0 : 1, runID])
+                // The page key lists only serve a resume of this run.
+                try db.execute(sql: "DELETE FROM run_pages WHERE run_id <= ?", arguments: [runID])
+            }
+        }
+        seen.withLock { $0 = [:] }
+        unseenByScope.withLock { $0 = [:] }
+    }
+
+    /// An export failed: the run says so, and the next start retries the exports (not the crawl).
+    public func markExportFailed(_ runID: Int64, message: String) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE runs SET status = 'failed', message = ? WHERE id = ?", arguments: [message, runID])
+            }
+        }
+    }
+
+    /// Every export of the run is written: the run is done, with its crawl's verdict as its status.
+    public func markExported(_ runID: Int64, message: String?) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE runs SET exported = 1, status = COALESCE(crawl_status, status), message = ? WHERE id = ?",
+                               arguments: [message, runID])
+            }
+        }
+    }
+
+    /// The scope's checkpoint within `runID`, or nil if this run has not touched it.
+    public func checkpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
+        try wrap {
+            try pool.read { db in
+                try Row.fetchOne(db, sql: "SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
+                                 arguments: [source, scope, runID])
+                    .map { ScopeCheckpoint(state: $0["state"], nextPage: $0["next_page"]) }
+            }
+        }
+    }
+
+    // MARK: Pages
+
+    /// The digest index of `source`, read within `db` the first time.
+    func digestIndex(_ db: Database, source: String) throws -> DigestIndex {
+        if let index = digestIndexes.withLock({ $0[source] }) { return index }
+        let index = try DigestIndex.load(db, source: source)
+        digestIndexes.withLock { $0[source] = index }
+        return index
+    }
+
+    /// The digest index of `source` if it was read already.
+    func digests(of source: String) -> DigestIndex? {
+        digestIndexes.withLock { $0[source] }
+    }
+
+    /// What the store holds of `source`'s rows, for a decoder to recognise
+    /// unchanged rows by their bytes. Safe to use while pages are applied.
+    public func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
+        let index = try wrap { try pool.read { db in try digestIndex(db, source: source) } }
+        return StoredRowMemory(index: index)
+    }
+
+    /// Whether every row recognised by a decoder is still stored from those
+    /// very bytes. False only when a page applied since the decoder looked
+    /// wrote one of them (the same key twice in one run); the page must then
+    /// be decoded in full.
+    public func stillHolds(source: String, rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> Bool {
+        guard let index = digests(of: source) else { return rows.isEmpty }
+        return index.stillHolds(rows)
+    }
+
+    /// Diffs a page against the stored hashes and, in one transaction, writes
+    /// only added and changed records, their field-level changes, the page's
+    /// key list and the scope's checkpoint. Unchanged records cost no write.
+    public func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult {
+        // Dedup against what this run already saw; content that differs from a
+        // sighting earlier in the run (drift) still goes through as a change.
+        // The page's keys are marked seen here, one probe each: a key met
+        // before, on an earlier page or earlier on this one, is a repeat. Should
+        // the page then fail, its keys stay marked, which can only keep a record
+        // from removal (they were sighted), never remove one.
+        let (repeatedRecord, repeatedUnchanged, repeatedRaw) = seen.withLock { sets in
+            // Sized for every stored record up front: growing a million-key set costs more than filling it.
+            var seenSet = sets.removeValue(forKey: page.source)
+                ?? Set(minimumCapacity: max(page.records.count, digests(of: page.source)?.initialCount ?? 0))
+            defer { sets[page.source] = seenSet }
+            return (page.records.map { !seenSet.insert($0.identity).inserted },
+                    page.unchangedKeys.map { !seenSet.insert($0).inserted },
+                    page.rawUnchanged.map { !seenSet.insert($0).inserted })
+        }
+        let records = page.records
+        let result: PageResult
+        let written: [RecordIdentity: StoredDigest]
+        do {
+            (result, written) = try await pool.write { db in
+                var result = PageResult()
+                let index = try digestIndex(db, source: page.source)
+                let selectPayload = try db.cachedStatement(sql: "SELECT payload FROM records WHERE rowid = ?")
+                let insert = RawStatement(try db.cachedStatement(sql: """
+                    INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """))
+                let update = try db.cachedStatement(sql: """
+                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
+                    """)
+                let changeStatement = RawStatement(try db.cachedStatement(sql: """
+                    INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """))
+                func logChange(_ run: Int64, _ source: String, _ entity: String, _ key: String, _ op: String,
+                               _ field: String?, _ before: String?, _ after: String?) throws {
+                    changeStatement.bind(1, run)
+                    changeStatement.bind(2, source)
+                    changeStatement.bind(3, entity)
+                    changeStatement.bind(4, key)
+                    changeStatement.bind(5, op)
+                    changeStatement.bind(6, field)
+                    changeStatement.bind(7, before)
+                    changeStatement.bind(8, after)
+                    try changeStatement.execute(db)
+                }
+                var keyList = ""
+                // Within the page, a later row with the key of an earlier one compares against what that row wrote.
+                var written: [RecordIdentity: StoredDigest] = [:]
+                let stored = index.lookup(records.lazy.map(\.identity))
+                keyList.reserveCapacity(32 * (records.count + page.rawUnchanged.count + page.unchangedKeys.count))
+                func list(_ entity: EntityKind, _ key: String) {
+                    keyList.append(entity.rawValue)
+                    keyList.append("\t")
+                    keyList.append(key)
+                    keyList.append("\n")
+                }
+                for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
+                    list(record.entity, record.key)
+                    let entity = record.entity.rawValue
+                    var digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue, rowid: 0)
+                    guard let current = written[record.identity] ?? storedDigest else {
+                        insert.bind(1, page.source)
+                        insert.bind(2, entity)
+                        insert.bind(3, record.key)
+                        insert.bind(4, page.scope)
+                        insert.bind(5, digest.hash)
+                        insert.bind(6, record.payload)
+                        insert.bind(7, page.runID)
+                        insert.bind(8, page.runID)
+                        insert.bind(9, digest.rawHash)
+                        try insert.execute(db)
+                        result.recordRowsWritten += db.changesCount
+                        digest.rowid = db.lastInsertedRowID
+                        try logChange(page.runID, page.source, entity, record.key, "added", nil, nil, nil)
+                        written[record.identity] = digest
+                        result.added += 1
+                        continue
+                    }
+                    if current.hash == digest.hash {
+                        if repeatedRecord[position] { result.duplicates += 1 } else { result.unchanged += 1 }
+                        continue
+                    }
+                    digest.rowid = current.rowid
+                    let oldPayload = try String.fetchOne(selectPayload, arguments: [current.rowid]) ?? "{}"
+                    try update.execute(arguments: [digest.hash, record.payload, page.scope, page.runID, digest.rawHash,
+                                                   current.rowid])
+                    result.recordRowsWritten += db.changesCount
+                    written[record.identity] = digest
+                    let old = (try? JSONParser.parse(Array(oldPayload.utf8)).objectValue) ?? [:]
+                    let new = (try? record.fields()) ?? [:]
+                    for change in FieldChange.between(old, new) {
+                        try logChange(page.runID, page.source, entity, record.key, "changed", change.field, change.before, change.after)
+                    }
+                    result.changed += 1
+                }
+                for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
+                    list(identity.entity, identity.key)
+                    if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
+                }
+                for (identity, repeated) in zip(page.unchangedKeys, repeatedUnchanged) {
+                    list(identity.entity, identity.key)
+                    if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
+                    result.unread += 1
+                }
+                if let memo = page.memo {
+                    try db.execute(sql: """
+                        INSERT OR REPLACE INTO page_memos (source, scope, page, url, etag, last_modified, body_hash, row_count, has_next, keys)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: [page.source, page.scope, page.page, memo.url, memo.etag, memo.lastModified,
+                                         memo.bodyHash.sqliteValue, memo.rowCount, memo.hasNext, keyList])
+                }
+                try db.execute(sql: "INSERT OR REPLACE INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [page.runID, page.source, page.scope, page.page, keyList])
+                try db.execute(sql: """
+                    INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
+                        state = excluded.state, error = NULL
+                    """, arguments: [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
+                try Self.addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
+                                   added: result.added, changed: result.changed, unchanged: result.unchanged,
+                                   removed: 0, skipped: page.skippedRows, seconds: page.seconds,
+                                   recordWrites: result.recordRowsWritten)
+                if page.driftRows > 0 || result.unread > 0 {
+                    try db.execute(sql: """
+                        UPDATE run_sources SET drift = drift + ?, unchanged_pages = unchanged_pages + ? WHERE run_id = ? AND source = ?
+                        """, arguments: [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
+                }
+                return (result, written)
+            }
+        } catch {
+            throw .storage(path: path, reason: "applying page \(page.page) of \(page.source)/\(page.scope): \(error)")
+        }
+        // Committed: the index follows.
+        digests(of: page.source)?.update(written.map { ($0.key, $0.value) })
+        return result
+    }
+
+    static func addCounts(_ db: Database, runID: Int64, source: String, pages: Int = 0, requests: Int = 0,
+                          added: Int = 0, changed: Int = 0, unchanged: Int = 0, removed: Int = 0,
+                          skipped: Int = 0, seconds: Double = 0, recordWrites: Int = 0) throws {
+        try db.execute(sql: """
+            INSERT INTO run_sources (run_id, source, pages, requests, added, changed, unchanged, removed, skipped, seconds)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (run_id, source) DO UPDATE SET
+                pages = pages + excluded.pages, requests = requests + excluded.requests,
+                added = added + excluded.added, changed = changed + excluded.changed,
+                unchanged = unchanged + excluded.unchanged, removed = removed + excluded.removed,
+                skipped = skipped + excluded.skipped, seconds = seconds + excluded.seconds
+            """, arguments: [runID, source, pages, requests, added, changed, unchanged, removed, skipped, seconds])
+        if recordWrites > 0 {
+            try db.execute(sql: "UPDATE run_sources SET record_writes = record_writes + ? WHERE run_id = ? AND source = ?",
+                           arguments: [recordWrites, runID, source])
+        }
+    }
+
+    /// Adds time and requests spent outside pages (e.g. a failed page) to a source's counters.
+    public func addSourceTime(runID: Int64, source: String, requests: Int, seconds: Double) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try Self.addCounts(db, runID: runID, source: source, requests: requests, seconds: seconds)
+            }
+        }
+    }
+}
