@@ -3,23 +3,6 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Request counters of a run, for the summary and the run report.
-public struct FetchStats: Sendable, Equatable {
-    /// Requests handed to the transport, retries included.
-    public var requests = 0
-    public var retries = 0
-    /// 403-with-empty-body and 429 answers.
-    public var throttled = 0
-    public var notModified = 0
-    public var failures = 0
-    /// Calls that waited for an identical request already in flight instead of sending their own.
-    public var shared = 0
-    /// Calls answered from the response cache, without a request.
-    public var cacheHits = 0
-
-    public init() {}
-}
-
 /// Fetches pages politely: paced per host, retried with exponential backoff
 /// and full jitter, honouring `Retry-After`, treating iTunes' empty-body 403
 /// as "slow down" rather than "forbidden".
@@ -38,7 +21,7 @@ package final class Fetcher: Sendable {
     private let logger: Logger
 
     private struct State {
-        var stats = FetchStats()
+        var stats = RequestCounts()
         var cache: ResponseCache
         var inFlight: [RequestKey: Flight] = [:]
     }
@@ -65,7 +48,7 @@ package final class Fetcher: Sendable {
             ttl: settings.cacheTTLSeconds, maxEntries: cacheMaxEntries, maxBytes: cacheMaxBytes)))
     }
 
-    package var stats: FetchStats { state.withLock { $0.stats } }
+    package var stats: RequestCounts { state.withLock { $0.stats } }
 
     /// Returns a 2xx or 304 response; throws ``StoreSyncError`` naming the URL otherwise.
     ///

@@ -5,14 +5,6 @@ import Snapshot
 /// The per-run report (JSON) and the Prometheus textfile, both built from what
 /// the store recorded about the run, so `storesync export` rewrites them alike.
 enum RunReportExport {
-    /// The exit code a run's status maps to (README: 0 ok, 1 failed, 2 partial).
-    static func exitCode(_ status: String) -> Int {
-        switch status {
-        case "ok": 0
-        case "partial": 2
-        default: 1
-        }
-    }
 
     struct EntityCounts {
         var added = 0, changed = 0, removed = 0, records = 0
@@ -64,13 +56,13 @@ enum RunReportExport {
         }
         let document: JSONValue = .object([
             "job": .string(run.job), "run": .int(run.id), "night": run.night.map { .int(Int64($0)) } ?? .null,
-            "status": .string(run.status), "exitCode": .int(Int64(exitCode(run.status))),
+            "status": .string(run.status.rawValue), "exitCode": .int(Int64(run.status.exitCode)),
             "attempts": .int(Int64(run.attempts)),
             "startedAt": iso(run.startedAt), "finishedAt": iso(run.finishedAt), "seconds": .double(run.totals.seconds),
             "requests": .object([
-                "total": .int(Int64(run.totals.requests)), "retries": .int(Int64(run.totals.retries)),
-                "throttled": .int(Int64(run.totals.throttled)), "notModified": .int(Int64(run.totals.notModified)),
-                "failures": .int(Int64(run.totals.failures)),
+                "total": .int(Int64(run.totals.requests.requests)), "retries": .int(Int64(run.totals.requests.retries)),
+                "throttled": .int(Int64(run.totals.requests.throttled)), "notModified": .int(Int64(run.totals.requests.notModified)),
+                "failures": .int(Int64(run.totals.requests.failures)),
             ]),
             "sources": .array(sources),
             "warnings": .array(run.totals.warnings.map(JSONValue.string)),
@@ -93,19 +85,19 @@ enum RunReportExport {
             lines.append("# TYPE \(name) \(type)")
             for (labels, value) in samples { lines.append("\(name){\(labels)} \(value)") }
         }
-        metric("storesync_run_success", "1 if the last run ended ok, else 0.", samples: [(job, run.status == "ok" ? "1" : "0")])
+        metric("storesync_run_success", "1 if the last run ended ok, else 0.", samples: [(job, run.status == .ok ? "1" : "0")])
         metric("storesync_run_status", "The last run's status (1 for the status it ended with).",
-               samples: ["ok", "partial", "failed", "running"].map { ("\(job),status=\"\($0)\"", run.status == $0 ? "1" : "0") })
-        metric("storesync_run_exit_code", "The exit code of the last run.", samples: [(job, String(exitCode(run.status)))])
+               samples: ["ok", "partial", "failed", "running"].map { ("\(job),status=\"\($0)\"", run.status.rawValue == $0 ? "1" : "0") })
+        metric("storesync_run_exit_code", "The exit code of the last run.", samples: [(job, String(run.status.exitCode))])
         metric("storesync_run_timestamp_seconds", "When the last run started (Unix time).",
                samples: [(job, number(run.startedAt.timeIntervalSince1970))])
         metric("storesync_run_duration_seconds", "How long the last run took.", samples: [(job, number(run.totals.seconds))])
         metric("storesync_run_id", "The id of the last run in the snapshot.", samples: [(job, String(run.id))])
         metric("storesync_requests", "HTTP requests of the last run, by kind.", samples: [
-            ("\(job),kind=\"all\"", String(run.totals.requests)), ("\(job),kind=\"retry\"", String(run.totals.retries)),
-            ("\(job),kind=\"throttled\"", String(run.totals.throttled)),
-            ("\(job),kind=\"not_modified\"", String(run.totals.notModified)),
-            ("\(job),kind=\"failed\"", String(run.totals.failures)),
+            ("\(job),kind=\"all\"", String(run.totals.requests.requests)), ("\(job),kind=\"retry\"", String(run.totals.requests.retries)),
+            ("\(job),kind=\"throttled\"", String(run.totals.requests.throttled)),
+            ("\(job),kind=\"not_modified\"", String(run.totals.requests.notModified)),
+            ("\(job),kind=\"failed\"", String(run.totals.requests.failures)),
         ])
         metric("storesync_warnings", "Warnings of the last run.", samples: [(job, String(run.totals.warnings.count))])
         var records: [(String, String)] = []

@@ -190,7 +190,7 @@ enum SQLiteExport {
                                          strftime('%Y-%m-%dT%H:%M:%SZ', ?, 'unixepoch'), ?, ?, ?, ?, ?, ?, ?)
                 """, [.integer(run.id), .text(run.job), run.night.map { .integer(Int64($0)) } ?? .null,
                       .real(run.startedAt.timeIntervalSince1970), run.finishedAt.map { .real($0.timeIntervalSince1970) } ?? .null,
-                      .text(run.status), count(\.added), count(\.changed), count(\.removed), count(\.unchanged),
+                      .text(run.status.rawValue), count(\.added), count(\.changed), count(\.removed), count(\.unchanged),
                       count(\.pages), count(\.requests)])
         }
     }

@@ -67,16 +67,16 @@ extension SQLiteSnapshotStore {
         RunRow(id: row["id"], job: row["job"], night: row["night"],
                startedAt: Date(timeIntervalSince1970: row["started_at"]),
                finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-               status: row["status"], attempts: row["attempts"], message: row["message"], totals: totals(row))
+               status: RunStatus(rawValue: row["status"]) ?? .failed, attempts: row["attempts"], message: row["message"], totals: totals(row))
     }
 
     static func totals(_ row: Row) -> RunTotals {
         var totals = RunTotals()
-        totals.requests = row["requests"]
-        totals.retries = row["retries"]
-        totals.throttled = row["throttled"]
-        totals.notModified = row["not_modified"]
-        totals.failures = row["failures"]
+        totals.requests.requests = row["requests"]
+        totals.requests.retries = row["retries"]
+        totals.requests.throttled = row["throttled"]
+        totals.requests.notModified = row["not_modified"]
+        totals.requests.failures = row["failures"]
         totals.seconds = row["seconds"] ?? 0
         totals.warnings = strings(row["warnings"])
         totals.errors = strings(row["errors"])
@@ -164,7 +164,7 @@ extension SQLiteSnapshotStore {
                     uniquingKeysWith: +)
                 return try Row.fetchAll(db, sql: "SELECT * FROM scopes ORDER BY source, scope").map { row in
                     let source: String = row["source"], scope: String = row["scope"]
-                    return ScopeRow(source: source, scope: scope, runID: row["run_id"], state: row["state"],
+                    return ScopeRow(source: source, scope: scope, runID: row["run_id"], state: ScopeState(rawValue: row["state"]) ?? .failed,
                                     nextPage: row["next_page"], error: row["error"], records: sizes["\(source)\t\(scope)"] ?? 0)
                 }
             }

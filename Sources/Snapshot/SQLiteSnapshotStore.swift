@@ -201,7 +201,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
                 try db.execute(sql: """
                     UPDATE runs SET requests = ?, retries = ?, throttled = ?, not_modified = ?, failures = ?,
                         seconds = ?, warnings = ?, errors = ? WHERE id = ?
-                    """, arguments: [totals.requests, totals.retries, totals.throttled, totals.notModified, totals.failures,
+                    """, arguments: [totals.requests.requests, totals.requests.retries, totals.requests.throttled, totals.requests.notModified, totals.requests.failures,
                                      totals.seconds, Self.jsonList(totals.warnings), Self.jsonList(totals.errors), runID])
             }
         }
@@ -254,7 +254,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
             try pool.read { db in
                 try Row.fetchOne(db, sql: "SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
                                  arguments: [source, scope, runID])
-                    .map { ScopeCheckpoint(state: $0["state"], nextPage: $0["next_page"]) }
+                    .map { ScopeCheckpoint(state: ScopeState(rawValue: $0["state"]) ?? .failed, nextPage: $0["next_page"]) }
             }
         }
     }

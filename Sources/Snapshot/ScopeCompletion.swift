@@ -4,7 +4,7 @@ import GRDB
 
 extension SQLiteSnapshotStore {
     /// Records how a scope's crawl ended (its checkpoint state for this run).
-    public func finishScope(runID: Int64, source: String, scope: String, state: String, error: String?) throws(StoreSyncError) {
+    public func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: String?) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
                 try db.execute(sql: """
@@ -14,7 +14,7 @@ extension SQLiteSnapshotStore {
                         -- inherit an older run's next page: a resume would skip pages.
                         next_page = CASE WHEN scopes.run_id = excluded.run_id THEN scopes.next_page ELSE 0 END,
                         run_id = excluded.run_id, state = excluded.state, error = excluded.error
-                    """, arguments: [source, scope, runID, state, error])
+                    """, arguments: [source, scope, runID, state.rawValue, error])
             }
         }
     }

@@ -16,9 +16,6 @@ public struct RunInfo: Sendable, Equatable {
     public var crawlStatus: RunStatus?
 }
 
-public enum RunStatus: String, Sendable {
-    case running, ok, partial, failed
-}
 
 /// What the store remembers of the last answer a page got, so the next run
 /// can ask "has it changed?" (conditional GET) or see that the body did not.
@@ -130,10 +127,10 @@ public struct RemovalResult: Sendable, Equatable {
 
 /// Where a scope stands within a run.
 public struct ScopeCheckpoint: Sendable, Equatable {
-    public var state: String
+    public var state: ScopeState
     public var nextPage: Int
 
-    public init(state: String, nextPage: Int) {
+    public init(state: ScopeState, nextPage: Int) {
         self.state = state
         self.nextPage = nextPage
     }
@@ -141,11 +138,7 @@ public struct ScopeCheckpoint: Sendable, Equatable {
 
 /// Whole-run counters that do not belong to one page.
 public struct RunTotals: Sendable, Equatable {
-    public var requests = 0
-    public var retries = 0
-    public var throttled = 0
-    public var notModified = 0
-    public var failures = 0
+    public var requests = RequestCounts()
     public var seconds = 0.0
     public var warnings: [String] = []
     public var errors: [String] = []
@@ -192,7 +185,7 @@ public struct ScopeRow: Sendable, Equatable {
     public var scope: String
     /// The run that touched the scope last.
     public var runID: Int64
-    public var state: String
+    public var state: ScopeState
     public var nextPage: Int
     public var error: String?
     /// Records the scope holds now.
@@ -206,7 +199,7 @@ public struct RunRow: Sendable, Equatable {
     public var night: Int?
     public var startedAt: Date
     public var finishedAt: Date?
-    public var status: String
+    public var status: RunStatus
     public var attempts: Int
     public var message: String?
     public var totals: RunTotals

@@ -15,11 +15,12 @@ public struct JobStatus: Sendable {
     /// Reads the job's store without writing to it, and asks whether a run
     /// holds its lock without taking the lock, so a run starting meanwhile is
     /// never turned away. A job that never ran has no store: empty status.
-    public static func load(job: JobSpec, runs limit: Int = 10) throws(StoreSyncError) -> JobStatus {
+    public static func load(job: JobSpec, runs limit: Int = 10,
+                            store backend: any StoreBackend = SQLiteBackend()) throws(StoreSyncError) -> JobStatus {
         var status = JobStatus(job: job.name, storePath: job.storePath, runs: [], counts: [:], scopes: [], lockedBy: nil)
-        status.lockedBy = RunLock.holder(storePath: job.storePath)
-        guard FileManager.default.fileExists(atPath: job.storePath) else { return status }
-        let store = try SQLiteSnapshotStore(path: job.storePath, readOnly: true)
+        status.lockedBy = backend.lockHolder(job.storePath)
+        guard backend.exists(job.storePath) else { return status }
+        let store = try backend.openReadOnly(job.storePath)
         status.runs = try store.runs(limit: limit)
         for run in status.runs { status.counts[run.id] = try store.sourceCounts(runID: run.id) }
         status.scopes = try store.scopeStates()
@@ -40,9 +41,9 @@ public struct JobStatus: Sendable {
         for run in runs {
             let counts = self.counts[run.id] ?? []
             table.append([
-                "\(run.id)" + (run.attempts > 1 ? " (×\(run.attempts))" : ""), run.night.map(String.init) ?? "-", run.status,
+                "\(run.id)" + (run.attempts > 1 ? " (×\(run.attempts))" : ""), run.night.map(String.init) ?? "-", run.status.rawValue,
                 formatter.string(from: run.startedAt), String(format: "%.1f", run.totals.seconds),
-                "\(run.totals.requests)", "\(run.totals.notModified)",
+                "\(run.totals.requests.requests)", "\(run.totals.requests.notModified)",
                 "\(counts.reduce(0) { $0 + $1.added })", "\(counts.reduce(0) { $0 + $1.changed })",
                 "\(counts.reduce(0) { $0 + $1.removed })",
             ])
@@ -57,12 +58,12 @@ public struct JobStatus: Sendable {
         for scope in scopes { bySource[scope.source, default: []].append(scope) }
         for source in bySource.keys.sorted() {
             let rows = bySource[source] ?? []
-            let states = Dictionary(grouping: rows, by: \.state).mapValues(\.count)
+            let states = Dictionary(grouping: rows, by: \.state.rawValue).mapValues(\.count)
             lines.append("  \(source): \(rows.count) scopes · "
                          + states.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
                          + " · \(rows.reduce(0) { $0 + $1.records }) records")
             // Complete scopes are the normal case; list the others, they need attention.
-            for row in rows where row.state != "complete" {
+            for row in rows where row.state != .complete {
                 var line = "    \(row.scope): \(row.state) in run \(row.runID), next page \(row.nextPage)"
                 if let error = row.error { line += " · \(error.prefix(300))" }
                 lines.append(line)

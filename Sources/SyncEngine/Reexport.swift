@@ -7,14 +7,15 @@ import Snapshot
 /// `storesync export`: writes a job's exports again from the snapshot,
 /// without crawling, as of the last run that finished.
 public enum Reexport {
-    public static func run(job: JobSpec, logger: Logger = Logger(label: "storesync")) throws(StoreSyncError) -> [ExportedFile] {
-        let lock = try RunLock(storePath: job.storePath)
+    public static func run(job: JobSpec, store backend: any StoreBackend = SQLiteBackend(),
+                           logger: Logger = Logger(label: "storesync")) throws(StoreSyncError) -> [ExportedFile] {
+        let lock = try backend.lock(job.storePath)
         defer { withExtendedLifetime(lock) {} }
-        guard FileManager.default.fileExists(atPath: job.storePath) else {
+        guard backend.exists(job.storePath) else {
             throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
         }
-        let store = try SQLiteSnapshotStore(path: job.storePath)
-        guard let run = try store.runs(limit: 50).first(where: { $0.status != RunStatus.running.rawValue }) else {
+        let store = try backend.open(job.storePath)
+        guard let run = try store.runs(limit: 50).first(where: { $0.status != .running }) else {
             throw .storage(path: job.storePath, reason: "no finished run to export: run `storesync run \(job.file)` first")
         }
         let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,

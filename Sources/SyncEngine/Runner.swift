@@ -6,18 +6,6 @@ import Foundation
 import Logging
 import Snapshot
 
-/// How a run ended, and the exit code the CLI gives it.
-public enum RunOutcome: String, Sendable {
-    /// Every scope crawled completely and every export written.
-    case ok
-    /// Something was left out (a scope failed or was capped, a removal was
-    /// refused by the guard): what was crawled is stored, nothing was removed
-    /// on the strength of an incomplete scope.
-    case partial
-    /// The run could not do its job (every scope failed, or an export failed).
-    case failed
-}
-
 /// What a run did, per source.
 public struct SourceReport: Sendable {
     public var name: String
@@ -42,9 +30,9 @@ public struct RunReport: Sendable {
     public var job: String
     public var night: Int?
     public var resumed: Bool
-    public var outcome: RunOutcome
+    public var outcome: RunStatus
     public var sources: [SourceReport]
-    public var fetch: FetchStats
+    public var fetch: RequestCounts
     public var exports: [ExportedFile]
     public var warnings: [String]
     public var errors: [String]
@@ -89,24 +77,17 @@ public struct Runner: Sendable {
 
     public func run(_ options: RunOptions = RunOptions()) async throws(StoreSyncError) -> RunReport {
         if options.dryRun { return try await dryRun(options) }
-        let lock = try RunLock(storePath: job.storePath)
+        let lock = try environment.store.lock(job.storePath)
         defer { withExtendedLifetime(lock) {} }
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try environment.store.open(job.storePath)
         return try await run(options, store: store, exports: true)
     }
 
     /// A dry run: the same crawl and diff against a throwaway copy of the
-    /// store (SQLite's online backup, consistent even while a nightly run
-    /// writes), no exports. It takes no lock, so it never blocks cron.
+    /// store, no exports. It takes no lock, so it never blocks cron.
     func dryRun(_ options: RunOptions) async throws(StoreSyncError) -> RunReport {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("storesync-dry-run-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let copyPath = folder.appendingPathComponent("snapshot.sqlite").path
-        if FileManager.default.fileExists(atPath: job.storePath) {
-            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try SQLiteSnapshotStore.copy(from: job.storePath, to: copyPath)
-        }
-        let store = try SQLiteSnapshotStore(path: copyPath)
+        let (store, discard) = try environment.store.openCopy(job.storePath)
+        defer { discard() }
         var report = try await run(options, store: store, exports: false)
         report.dryRun = true
         return report
@@ -117,8 +98,8 @@ public struct Runner: Sendable {
         var sources: [SourceReport] = []
         var warnings: [String] = []
         var errors: [String] = []
-        var outcome: RunOutcome = .ok
-        var fetch = FetchStats()
+        var outcome: RunStatus = .ok
+        var fetch = RequestCounts()
         var totals = RunTotals()
     }
 
@@ -138,7 +119,7 @@ public struct Runner: Sendable {
             // The crawl's verdict and counters are stored before exporting: the
             // exported runs table shows this run as it ended, and a run killed
             // while exporting resumes by exporting only.
-            try store.finishRun(run.id, status: RunStatus(rawValue: phase.outcome.rawValue) ?? .failed,
+            try store.finishRun(run.id, status: phase.outcome,
                                 message: (phase.errors + phase.warnings).first, at: environment.now(), exportsFollow: writeExports)
             phase.totals.seconds = clock.now() - started
             try store.recordTotals(run.id, phase.totals)
@@ -201,18 +182,14 @@ public struct Runner: Sendable {
         phase.totals = stored?.totals ?? RunTotals()
         phase.warnings = phase.totals.warnings
         phase.errors = phase.totals.errors
-        phase.outcome = RunOutcome(rawValue: (run.crawlStatus ?? .failed).rawValue) ?? .failed
-        phase.fetch.requests = phase.totals.requests
-        phase.fetch.retries = phase.totals.retries
-        phase.fetch.throttled = phase.totals.throttled
-        phase.fetch.notModified = phase.totals.notModified
-        phase.fetch.failures = phase.totals.failures
+        phase.outcome = run.crawlStatus ?? .failed
+        phase.fetch = phase.totals.requests
         let scopes = try store.scopeStates().filter { $0.runID == run.id }
         for source in job.sources {
             let mine = scopes.filter { $0.source == source.name }
             phase.sources.append(SourceReport(
                 name: source.name, kind: source.kind, counts: SourceCounts(source: source.name), scopesTotal: mine.count,
-                scopesComplete: mine.filter { [.complete, .gone].contains(ScopeState(rawValue: $0.state)) }.count,
+                scopesComplete: mine.filter { $0.state == .complete || $0.state == .gone }.count,
                 errors: mine.compactMap(\.error)))
         }
         return phase
@@ -248,11 +225,7 @@ public struct Runner: Sendable {
         if completeScopes < totalScopes || !phase.warnings.isEmpty { phase.outcome = .partial }
         if totalScopes > 0, completeScopes == 0, !phase.errors.isEmpty { phase.outcome = .failed }
         phase.fetch = fetcher.stats
-        phase.totals.requests = phase.fetch.requests
-        phase.totals.retries = phase.fetch.retries
-        phase.totals.throttled = phase.fetch.throttled
-        phase.totals.notModified = phase.fetch.notModified
-        phase.totals.failures = phase.fetch.failures
+        phase.totals.requests = phase.fetch
         phase.totals.warnings = phase.warnings
         phase.totals.errors = phase.errors
         return phase

@@ -107,7 +107,7 @@ struct SourceCrawler: Sendable {
         for scope in scopes {
             do {
                 let checkpoint = try store.checkpoint(runID: run.id, source: source.name, scope: scope.id)
-                if checkpoint?.state == ScopeState.complete.rawValue {
+                if checkpoint?.state == .complete {
                     result.scopesComplete += 1
                     result.settled.insert(scope.id)
                     starts.append(nil)
@@ -342,7 +342,7 @@ struct SourceCrawler: Sendable {
             logger.error("\(source.name) \(scope.id): \(error.description)")
         }
         do {
-            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state.rawValue, error: error?.description)
+            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: error?.description)
         } catch {
             result.errors.append(error.description)
             return false

@@ -84,11 +84,7 @@ struct Run: AsyncParsableCommand {
             }
             let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).run(options)
             print(report.summaryText)
-            switch report.outcome {
-            case .ok: return
-            case .partial: throw ExitCode(ExitStatus.partial.rawValue)
-            case .failed: throw ExitCode(ExitStatus.failed.rawValue)
-            }
+            if report.outcome != .ok { throw ExitCode(report.outcome.exitCode) }
         } catch let error as StoreSyncError {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)

@@ -35,8 +35,8 @@ import TestSupport
                                             records: [entry(2, 22, "Chart name 22"), entry(1, 11, "Chart name 11"), entry(3, 33, "Not stored")]))
         try store.finishRun(run.id, status: .ok, message: nil, at: Self.started.addingTimeInterval(2))
         var totals = RunTotals()
-        totals.requests = 4
-        totals.retries = 1
+        totals.requests.requests = 4
+        totals.requests.retries = 1
         totals.seconds = 2.5
         totals.warnings = ["a \"quoted\" warning"]
         try store.recordTotals(run.id, totals)

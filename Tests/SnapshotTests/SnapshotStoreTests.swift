@@ -22,7 +22,7 @@ import TestSupport
 
     /// Ends a scope the way the runner does: record its state, then sweep it.
     @discardableResult
-    func finish(_ store: SQLiteSnapshotStore, _ run: RunInfo, scope: String = "s", state: String = "complete",
+    func finish(_ store: SQLiteSnapshotStore, _ run: RunInfo, scope: String = "s", state: ScopeState = .complete,
                 policy: RemovalPolicy = .init()) throws -> RemovalResult {
         try store.finishScope(runID: run.id, source: "src", scope: scope, state: state, error: nil)
         return try store.sweepScope(runID: run.id, source: "src", scope: scope, removal: policy)
@@ -80,7 +80,7 @@ import TestSupport
     @Test func removalWaitsForConsecutiveMissesOfCompleteScopes() async throws {
         let store = try SQLiteSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 0.5)
-        func night(_ keys: [Int], state: String = "complete") async throws -> RemovalResult {
+        func night(_ keys: [Int], state: ScopeState = .complete) async throws -> RemovalResult {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
             _ = try await store.apply(page(run, keys.map { podcast($0) }))
             let result = try finish(store, run, state: state, policy: policy)
@@ -91,7 +91,7 @@ import TestSupport
         let firstMiss = try await night(Array(1...9))
         #expect(firstMiss.removed == 0)
         #expect(firstMiss.pending == 1)
-        let incomplete = try await night(Array(1...9), state: "failed")
+        let incomplete = try await night(Array(1...9), state: .failed)
         #expect(incomplete.removed == 0, "an incomplete scope never removes")
         let secondMiss = try await night(Array(1...9))
         #expect(secondMiss.removed == 1)
@@ -125,9 +125,9 @@ import TestSupport
 
         let run2 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run2, [podcast(1)], scope: "news"))
-        try store.finishScope(runID: run2.id, source: "src", scope: "news", state: "complete", error: nil)
+        try store.finishScope(runID: run2.id, source: "src", scope: "news", state: .complete, error: nil)
         let moved = try await store.apply(page(run2, [podcast(3), podcast(2, name: "History")], scope: "history"))
-        try store.finishScope(runID: run2.id, source: "src", scope: "history", state: "complete", error: nil)
+        try store.finishScope(runID: run2.id, source: "src", scope: "history", state: .complete, error: nil)
         #expect(moved.changed == 1)
         let swept = try store.sweepScope(runID: run2.id, source: "src", scope: "news", removal: policy)
         #expect(swept.removed == 0)
@@ -168,7 +168,7 @@ import TestSupport
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 1)
         let swept = try finish(store, run2, scope: "a", policy: policy)
         #expect(swept.removed == missing)
-        try store.finishScope(runID: run2.id, source: "src", scope: "b", state: "failed", error: "x")
+        try store.finishScope(runID: run2.id, source: "src", scope: "b", state: .failed, error: "x")
         #expect(try store.sweepScope(runID: run2.id, source: "src", scope: "b", removal: policy).removed == 0)
         let keys = Set(try store.records(source: "src").map(\.key))
         let kept: [String] = ((missing + 1)...total).map { String($0) }
@@ -227,7 +227,7 @@ import TestSupport
         let resumed = try store.beginRun(job: "t", at: Date(), simulated: true)
         #expect(resumed.resumed)
         #expect(resumed.night == 1)
-        #expect(try store.checkpoint(runID: resumed.id, source: "src", scope: "s") == ScopeCheckpoint(state: "running", nextPage: 1))
+        #expect(try store.checkpoint(runID: resumed.id, source: "src", scope: "s") == ScopeCheckpoint(state: .running, nextPage: 1))
         let result = try await store.apply(page(resumed, [podcast(1), podcast(2)], page: 1))
         #expect(result.duplicates == 1, "page 0 of the killed attempt still counts as seen")
         try store.finishRun(resumed.id, status: .ok, message: nil, at: Date())
@@ -274,7 +274,7 @@ import TestSupport
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         do {
             let reader = try SQLiteSnapshotStore(path: path, readOnly: true)
-            #expect(try reader.runs(limit: 5).map(\.status) == ["ok"])
+            #expect(try reader.runs(limit: 5).map(\.status) == [.ok])
             #expect(try reader.recordCount(of: .podcast) == 1)
             #expect(throws: StoreSyncError.self) { try reader.beginRun(job: "t", at: Date(), simulated: false) }
         }

@@ -113,7 +113,7 @@ import TestSupport
         #expect(report.outcome == .failed)
         #expect(report.errors.contains { $0.contains("changes.xml") }, "\(report.errors)")
         let store = try SQLiteSnapshotStore(path: job.storePath)
-        #expect(try store.run(report.runID)?.status == "failed")
+        #expect(try store.run(report.runID)?.status == .failed)
         let json = try JSONParser.parse(Array(try Data(contentsOf: out.appendingPathComponent("report.json"))))
         #expect(json["status"] == .string("failed"))
         #expect(json["exitCode"] == .int(1))

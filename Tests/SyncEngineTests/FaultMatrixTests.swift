@@ -219,7 +219,7 @@ import TestSupport
                 let again = try await run(directory, config: faulty, night: Self.night)
                 #expect(again.report.outcome == .ok, "\(fault): repeated run \(again.report.errors)")
                 #expect(again.report.recordRowsWritten == 0, "\(fault): a repeated night wrote \(again.report.recordRowsWritten) rows")
-            case .partial, .failed:
+            case .partial, .failed, .running:
                 let errors = report.sources.flatMap(\.errors)
                 #expect(!errors.isEmpty || !report.warnings.isEmpty, "\(fault): \(report.outcome) without a reason")
                 for error in errors {
