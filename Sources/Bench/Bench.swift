@@ -5,21 +5,21 @@ import Snapshot
 /// `storesync bench`: storesync beside the peers of `../shared/bench` on the
 /// same generated files, each tool a separate process measured whole
 /// (wall time, peak RSS), several repetitions, medians compared in one table.
-public struct Benchmark: Sendable {
-    public struct Options: Sendable {
+package struct Benchmark: Sendable {
+    package struct Options: Sendable {
         /// Night-1 records (1M in full, 100k with `--quick`).
-        public var records: Int
-        public var repetitions: Int
+        package var records: Int
+        package var repetitions: Int
         /// Where the generated files, databases and outputs go (reused across invocations).
-        public var workDirectory: String
+        package var workDirectory: String
         /// `../shared/bench`: the generator and the peers.
-        public var peersDirectory: String
+        package var peersDirectory: String
         /// This storesync executable.
-        public var executable: String
+        package var executable: String
         /// Only these tasks (empty = all).
-        public var tasks: Set<String>
+        package var tasks: Set<String>
 
-        public init(records: Int, repetitions: Int, workDirectory: String, peersDirectory: String, executable: String,
+        package init(records: Int, repetitions: Int, workDirectory: String, peersDirectory: String, executable: String,
                     tasks: Set<String> = []) {
             self.records = records
             self.repetitions = repetitions
@@ -31,24 +31,24 @@ public struct Benchmark: Sendable {
     }
 
     /// One row of the result table.
-    public struct Row: Sendable {
-        public var task: String
-        public var tool: String
-        public var median: Double
-        public var records: Int
-        public var peakRSS: Int
-        public var runs: Int
-        public var note: String
+    package struct Row: Sendable {
+        package var task: String
+        package var tool: String
+        package var median: Double
+        package var records: Int
+        package var peakRSS: Int
+        package var runs: Int
+        package var note: String
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
     let options: Options
     let log: @Sendable (String) -> Void
 
-    public init(options: Options, log: @escaping @Sendable (String) -> Void) {
+    package init(options: Options, log: @escaping @Sendable (String) -> Void) {
         self.options = options
         self.log = log
     }
@@ -61,7 +61,7 @@ public struct Benchmark: Sendable {
     func wants(_ task: String) -> Bool { options.tasks.isEmpty || options.tasks.contains(task) }
 
     /// Runs every task and returns the table rows.
-    public func run() throws -> [Row] {
+    package func run() throws -> [Row] {
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         guard FileManager.default.fileExists(atPath: peer("gen_catalog.py")) else {
             throw Failure(description: "\(peer("gen_catalog.py")) not found: the benchmark generates its data with it (pass --peers DIR)")
@@ -371,7 +371,7 @@ public struct Benchmark: Sendable {
 
     /// Which peers were measured and which were not found or failed (with the
     /// usual way to get them), so a short table is never mistaken for a full one.
-    public static func peerSummary(_ rows: [Row]) -> String {
+    package static func peerSummary(_ rows: [Row]) -> String {
         let ran = Set(rows.map(\.tool))
         let missing = expectedPeers.filter { !ran.contains($0) }
         var text = "peers measured: " + expectedPeers.filter(ran.contains).joined(separator: ", ")
@@ -383,7 +383,7 @@ public struct Benchmark: Sendable {
     }
 
     /// The issue's targets, each checked against this run's medians.
-    public static func targetVerdicts(_ rows: [Row]) -> String {
+    package static func targetVerdicts(_ rows: [Row]) -> String {
         func median(_ task: String, _ tool: String) -> Double? {
             rows.first { $0.task == task && $0.tool == tool }?.median
         }
@@ -419,7 +419,7 @@ public struct Benchmark: Sendable {
     }
 
     /// The result table: each tool's median next to storesync's for the same task.
-    public static func table(_ rows: [Row]) -> String {
+    package static func table(_ rows: [Row]) -> String {
         var lines = [["task", "tool", "median s", "records/s", "peak RSS MB", "vs storesync", "runs", "note"]]
         for row in rows {
             let own = rows.first { $0.task == row.task && $0.tool == "storesync" }?.median

@@ -6,11 +6,11 @@ import Darwin
 #endif
 
 /// One whole-process measurement: wall time, peak resident memory, exit status.
-public struct Measurement: Sendable {
-    public var seconds: Double
+package struct Measurement: Sendable {
+    package var seconds: Double
     /// Peak resident set size of the process, in bytes (`ru_maxrss` from `wait4`).
-    public var peakRSS: Int
-    public var exitCode: Int32
+    package var peakRSS: Int
+    package var exitCode: Int32
 }
 
 /// Runs a command as its own process and measures it the way `/usr/bin/time`

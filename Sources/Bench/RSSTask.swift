@@ -8,8 +8,8 @@ import Foundation
 /// through the writer the exports use (libxml2's xmlTextWriter, text
 /// filtered to XML characters, the result re-parsed strictly before it is
 /// published).
-public enum RSSTask {
-    public static func run(records limit: Int, input: String, output: String) throws {
+package enum RSSTask {
+    package static func run(records limit: Int, input: String, output: String) throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: input), options: .alwaysMapped)
         let items = try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> [FeedItem] in
             let bytes = raw.bindMemory(to: UInt8.self)

@@ -22,7 +22,7 @@ import Darwin
 ///     try sink.write("hello\n")
 /// }
 /// ```
-public enum AtomicFile {
+package enum AtomicFile {
     /// Atomically replaces (or creates) the file at `url` with what `body` writes.
     ///
     /// Missing parent directories are created. New files get mode `0666` minus the
@@ -36,7 +36,7 @@ public enum AtomicFile {
     /// - Throws: ``ExportError/io(operation:path:errno:)`` naming the path and the
     ///   failing system call, or whatever `body` throws.
     @discardableResult
-    public static func write<R>(to url: URL, _ body: (inout OutputSink) throws -> R) throws -> R {
+    package static func write<R>(to url: URL, _ body: (inout OutputSink) throws -> R) throws -> R {
         guard url.isFileURL else {
             throw ExportError.invalidInput(path: url.absoluteString, reason: "not a file URL")
         }
@@ -79,7 +79,7 @@ public enum AtomicFile {
 
     /// A file name beside `url` for a writer that builds the file itself (SQLite),
     /// to be handed to ``publish(temporary:to:)``.
-    public static func temporaryURL(for url: URL) throws -> URL {
+    package static func temporaryURL(for url: URL) throws -> URL {
         let destination = url.standardizedFileURL
         let directory = destination.deletingLastPathComponent()
         try createDirectories(directory)
@@ -89,7 +89,7 @@ public enum AtomicFile {
     /// Makes a finished temporary file durable (`fsync`) and renames it over
     /// `url`, then syncs the directory: the same publication step as
     /// ``write(to:_:)``, for files another library wrote.
-    public static func publish(temporary: URL, to url: URL) throws {
+    package static func publish(temporary: URL, to url: URL) throws {
         let path = temporary.path
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ExportError.io(operation: "open", path: path, errno: errno) }
@@ -107,7 +107,7 @@ public enum AtomicFile {
     }
 
     /// Atomically replaces the file at `url` with `bytes`.
-    public static func write(_ bytes: some Collection<UInt8>, to url: URL) throws {
+    package static func write(_ bytes: some Collection<UInt8>, to url: URL) throws {
         try write(to: url) { sink in
             if let done: Void = try bytes.withContiguousStorageIfAvailable({ try sink.write(UnsafeRawBufferPointer($0)) }) {
                 return done
@@ -133,7 +133,7 @@ public enum AtomicFile {
     /// Only call this while holding the run lock (DESIGN Invariant 5): a temporary
     /// file of a writer that is still running would be removed too.
     @discardableResult
-    public static func removeStaleTemporaries(for url: URL) -> Int {
+    package static func removeStaleTemporaries(for url: URL) -> Int {
         let destination = url.standardizedFileURL
         let directory = destination.deletingLastPathComponent()
         let prefix = temporaryPrefix(for: destination.lastPathComponent)
@@ -148,7 +148,7 @@ public enum AtomicFile {
     /// Removes every temporary file of ours anywhere under `directory` (per-genre
     /// feed names are not known in advance). Same rule: only under the run lock.
     @discardableResult
-    public static func removeStaleTemporaries(under directory: URL) -> Int {
+    package static func removeStaleTemporaries(under directory: URL) -> Int {
         guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { return 0 }
         var removed = 0
         for case let url as URL in walker {
@@ -187,20 +187,20 @@ public enum AtomicFile {
 /// The sink does not own the descriptor: whoever opened it closes it, after
 /// calling ``flush()``. It is non-copyable, so two copies can never interleave
 /// their buffers.
-public struct OutputSink: ~Copyable {
+package struct OutputSink: ~Copyable {
     /// The default buffer size.
-    public static let defaultCapacity = 64 * 1024
+    package static let defaultCapacity = 64 * 1024
 
     @usableFromInline let fd: Int32
     /// The path reported in errors.
-    public let path: String
+    package let path: String
     @usableFromInline let buffer: UnsafeMutablePointer<UInt8>
     @usableFromInline let capacity: Int
     @usableFromInline var count: Int = 0
     @usableFromInline var flushedBytes: Int64 = 0
 
     /// A sink over an open, writable descriptor. `path` is only used in error messages.
-    public init(fileDescriptor: Int32, path: String, capacity: Int = OutputSink.defaultCapacity) {
+    package init(fileDescriptor: Int32, path: String, capacity: Int = OutputSink.defaultCapacity) {
         self.fd = fileDescriptor
         self.path = path
         self.capacity = max(capacity, 1024)
@@ -210,11 +210,11 @@ public struct OutputSink: ~Copyable {
     deinit { buffer.deallocate() }
 
     /// Bytes accepted so far (written or still buffered).
-    public var bytesWritten: Int64 { flushedBytes + Int64(count) }
+    package var bytesWritten: Int64 { flushedBytes + Int64(count) }
 
     /// Appends one byte.
     @inlinable
-    public mutating func write(byte: UInt8) throws {
+    package mutating func write(byte: UInt8) throws {
         if count == capacity { try flush() }
         buffer[count] = byte
         count += 1
@@ -222,7 +222,7 @@ public struct OutputSink: ~Copyable {
 
     /// Appends raw bytes. Large writes bypass the buffer.
     @inlinable
-    public mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
+    package mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
         let n = bytes.count
         guard n > 0, let base = bytes.baseAddress else { return }
         if n <= capacity - count {
@@ -235,19 +235,19 @@ public struct OutputSink: ~Copyable {
 
     /// Appends bytes.
     @inlinable
-    public mutating func write(_ bytes: [UInt8]) throws {
+    package mutating func write(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { try write($0) }
     }
 
     /// Appends a string as UTF-8.
     @inlinable
-    public mutating func write(_ string: String) throws {
+    package mutating func write(_ string: String) throws {
         var string = string
         try string.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
     }
 
     /// Hands everything buffered to the kernel (`write(2)`; not `fsync`).
-    public mutating func flush() throws {
+    package mutating func flush() throws {
         if count > 0 {
             try writeAll(UnsafeRawBufferPointer(start: buffer, count: count))
             flushedBytes += Int64(count)

@@ -1,9 +1,9 @@
 import Foundation
 
 /// How a CSV file is laid out.
-public struct CSVOptions: Sendable, Equatable {
+package struct CSVOptions: Sendable, Equatable {
     /// How records end.
-    public enum LineEnding: Sendable, Equatable {
+    package enum LineEnding: Sendable, Equatable {
         /// `\r\n`, as RFC 4180 specifies (the default).
         case crlf
         /// `\n`, for Unix tools.
@@ -11,18 +11,18 @@ public struct CSVOptions: Sendable, Equatable {
     }
 
     /// The field separator, one ASCII byte (default `,`). It must not be `"`, CR or LF.
-    public var delimiter: UInt8
-    public var lineEnding: LineEnding
+    package var delimiter: UInt8
+    package var lineEnding: LineEnding
     /// Start the file with a UTF-8 byte order mark (`EF BB BF`), which makes
     /// Excel read the file as UTF-8 instead of the system code page.
-    public var byteOrderMark: Bool
+    package var byteOrderMark: Bool
     /// Defuse spreadsheet formulas ("CSV injection"): a `.text` cell whose first
     /// character is `=`, `+`, `-`, `@`, tab or CR gets a `'` in front of it, as OWASP
     /// advises, so Excel/LibreOffice/Sheets show the text instead of evaluating it.
     /// Never applied to `.number` cells.
-    public var neutralizeFormulas: Bool
+    package var neutralizeFormulas: Bool
 
-    public init(delimiter: UInt8 = UInt8(ascii: ","), lineEnding: LineEnding = .crlf,
+    package init(delimiter: UInt8 = UInt8(ascii: ","), lineEnding: LineEnding = .crlf,
                 byteOrderMark: Bool = false, neutralizeFormulas: Bool = true) {
         precondition(delimiter < 0x80 && delimiter != UInt8(ascii: "\"") && delimiter != 0x0D && delimiter != 0x0A,
                      "CSV delimiter must be an ASCII byte other than quote, CR and LF")
@@ -34,7 +34,7 @@ public struct CSVOptions: Sendable, Equatable {
 }
 
 /// One CSV field.
-public enum CSVCell: Sendable, Equatable {
+package enum CSVCell: Sendable, Equatable {
     /// Free text: quoted when needed, subject to formula neutralisation.
     /// The empty string is written as `""`, so it stays distinguishable from `.null`
     /// (the convention of PostgreSQL's `COPY … CSV`); spreadsheets read both as empty.
@@ -52,9 +52,9 @@ public enum CSVCell: Sendable, Equatable {
 
 extension CSVCell {
     /// A number cell for an integer.
-    public static func integer<T: BinaryInteger>(_ value: T) -> CSVCell { .number(String(value)) }
+    package static func integer<T: BinaryInteger>(_ value: T) -> CSVCell { .number(String(value)) }
     /// A number cell for a double (`nil` for NaN and infinities, which are not numbers in a spreadsheet).
-    public static func real(_ value: Double) -> CSVCell {
+    package static func real(_ value: Double) -> CSVCell {
         value.isFinite ? .number(String(value)) : .null
     }
 }
@@ -72,24 +72,24 @@ extension CSVCell {
 ///     try emit([.number("1"), .text("=cmd"), .number("-1")])   // name becomes '=cmd
 /// }
 /// ```
-public struct CSVWriter: Sendable {
-    public let options: CSVOptions
+package struct CSVWriter: Sendable {
+    package let options: CSVOptions
     /// Data rows written so far (the header is not counted).
-    public private(set) var rowCount: Int = 0
+    package private(set) var rowCount: Int = 0
     /// Number of header fields, once a header was written; rows must then match it.
-    public private(set) var columnCount: Int?
+    package private(set) var columnCount: Int?
 
     private var started = false
     private var fieldsInRow = 0
     /// `sink.bytesWritten` where the current record began.
     private var recordStart: Int64 = 0
 
-    public init(options: CSVOptions = CSVOptions()) {
+    package init(options: CSVOptions = CSVOptions()) {
         self.options = options
     }
 
     /// Writes the header row. Call at most once, before any row.
-    public mutating func writeHeader(_ names: [String], into sink: inout OutputSink) throws {
+    package mutating func writeHeader(_ names: [String], into sink: inout OutputSink) throws {
         precondition(!started, "CSV header must come first")
         try start(&sink)
         for name in names { try writeField(.text(name), into: &sink) }
@@ -100,7 +100,7 @@ public struct CSVWriter: Sendable {
     /// Writes one data row.
     /// - Throws: ``ExportError/csvFieldCount(path:row:expected:actual:)`` when a header
     ///   was written and `cells` has a different number of fields.
-    public mutating func writeRow(_ cells: [CSVCell], into sink: inout OutputSink) throws {
+    package mutating func writeRow(_ cells: [CSVCell], into sink: inout OutputSink) throws {
         precondition(fieldsInRow == 0, "writeRow called in the middle of a row built with writeField")
         if let expected = columnCount, cells.count != expected {
             throw ExportError.csvFieldCount(path: sink.path, row: rowCount + 1, expected: expected, actual: cells.count)
@@ -111,7 +111,7 @@ public struct CSVWriter: Sendable {
 
     /// Appends one field to the current row (for callers that do not want to build an
     /// array per row). Finish the row with ``endRow(into:)``.
-    public mutating func writeField(_ cell: CSVCell, into sink: inout OutputSink) throws {
+    package mutating func writeField(_ cell: CSVCell, into sink: inout OutputSink) throws {
         if !started { try start(&sink) }
         if fieldsInRow > 0 { try sink.write(byte: options.delimiter) }
         fieldsInRow += 1
@@ -132,7 +132,7 @@ public struct CSVWriter: Sendable {
     }
 
     /// Ends the row started with ``writeField(_:into:)``.
-    public mutating func endRow(into sink: inout OutputSink) throws {
+    package mutating func endRow(into sink: inout OutputSink) throws {
         if let expected = columnCount, fieldsInRow != expected {
             let actual = fieldsInRow
             fieldsInRow = 0
@@ -145,7 +145,7 @@ public struct CSVWriter: Sendable {
     /// Atomically writes a whole CSV file: header, then the rows `rows` emits.
     /// - Returns: the number of data rows.
     @discardableResult
-    public static func write(
+    package static func write(
         to url: URL, header: [String], options: CSVOptions = CSVOptions(),
         rows: (_ emit: ([CSVCell]) throws -> Void) throws -> Void
     ) throws -> Int {

@@ -10,7 +10,7 @@ import Darwin
 ///
 /// Every case names the file (or the document) it is about, so a message in a
 /// run report is actionable without a stack trace.
-public enum ExportError: Error, CustomStringConvertible, Equatable, Sendable {
+package enum ExportError: Error, CustomStringConvertible, Equatable, Sendable {
     /// A system call failed on `path`. `operation` is what was attempted
     /// ("open", "write", "fsync", "rename", …) and `errno` the C error code;
     /// `description` renders it with the system's text ("No space left on device").
@@ -33,7 +33,7 @@ public enum ExportError: Error, CustomStringConvertible, Equatable, Sendable {
     /// a document larger than libxml2 can parse).
     case invalidInput(path: String, reason: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .io(operation, path, code):
             return "\(operation) failed for \(path): \(ExportError.errnoText(code)) (errno \(code))"

@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// Apple's podcast type: how apps order episodes.
-public enum PodcastType: String, Sendable, Equatable, CaseIterable {
+package enum PodcastType: String, Sendable, Equatable, CaseIterable {
     /// Newest first (the default).
     case episodic
     /// Oldest first, in sequence.
@@ -16,33 +16,33 @@ public enum PodcastType: String, Sendable, Equatable, CaseIterable {
 }
 
 /// The `<channel>` of a podcast feed. All text is plain text (not HTML).
-public struct FeedChannel: Sendable, Equatable {
-    public var title: String
+package struct FeedChannel: Sendable, Equatable {
+    package var title: String
     /// The podcast's web page.
-    public var link: String
+    package var link: String
     /// Shown by readers as HTML: it is HTML-escaped so it displays exactly as given.
-    public var description: String
+    package var description: String
     /// An RFC 5646 language tag, e.g. `en-us`.
-    public var language: String
+    package var language: String
     /// Where this feed itself is published (`atom:link rel="self"`).
-    public var selfURL: String
+    package var selfURL: String
     /// Artwork (`itunes:image` and RSS `<image>`).
-    public var imageURL: String?
-    public var author: String?
+    package var imageURL: String?
+    package var author: String?
     /// Apple categories, each a path from top level down:
     /// `[["Technology", "Tech News"], ["News"]]`. Empty paths are skipped.
-    public var categories: [[String]]
-    public var explicit: Bool
-    public var type: PodcastType
+    package var categories: [[String]]
+    package var explicit: Bool
+    package var type: PodcastType
     /// When the feed's content was produced — taken from the run, never "now".
-    public var lastBuildDate: Date
+    package var lastBuildDate: Date
     /// `<generator>`, e.g. `storesync 1.0`.
-    public var generator: String
+    package var generator: String
     /// The Atom feed's permanent `<id>` (an IRI). Nil uses ``selfURL``: stable as long as
     /// the feed is published at the same address. RSS has no feed id and ignores it.
-    public var id: String?
+    package var id: String?
 
-    public init(title: String, link: String, description: String, language: String, selfURL: String,
+    package init(title: String, link: String, description: String, language: String, selfURL: String,
                 imageURL: String? = nil, author: String? = nil, categories: [[String]] = [],
                 explicit: Bool = false, type: PodcastType = .episodic, lastBuildDate: Date, generator: String,
                 id: String? = nil) {
@@ -63,14 +63,14 @@ public struct FeedChannel: Sendable, Equatable {
 }
 
 /// A media file attached to an item.
-public struct FeedEnclosure: Sendable, Equatable {
-    public var url: String
+package struct FeedEnclosure: Sendable, Equatable {
+    package var url: String
     /// Size in bytes (0 when unknown, as the RSS profile recommends; negative values are written as 0).
-    public var length: Int64
+    package var length: Int64
     /// MIME type, e.g. `audio/mpeg`.
-    public var type: String
+    package var type: String
 
-    public init(url: String, length: Int64, type: String) {
+    package init(url: String, length: Int64, type: String) {
         self.url = url
         self.length = length
         self.type = type
@@ -78,31 +78,31 @@ public struct FeedEnclosure: Sendable, Equatable {
 }
 
 /// One `<item>` (episode). All text is plain text (not HTML).
-public struct FeedItem: Sendable, Equatable {
+package struct FeedItem: Sendable, Equatable {
     /// Stable identity, written as `<guid isPermaLink="false">`.
-    public var guid: String
-    public var title: String
-    public var link: String?
+    package var guid: String
+    package var title: String
+    package var link: String?
     /// Plain text; HTML-escaped so readers display it exactly.
-    public var description: String
-    public var pubDate: Date
+    package var description: String
+    package var pubDate: Date
     /// `itunes:author`. (RSS `<author>` must be an e-mail address, so it is not used.)
-    public var author: String?
+    package var author: String?
     /// Episode artwork (`itunes:image`).
-    public var imageURL: String?
-    public var enclosure: FeedEnclosure?
+    package var imageURL: String?
+    package var enclosure: FeedEnclosure?
     /// `itunes:explicit`; nil leaves it to the channel.
-    public var explicit: Bool?
+    package var explicit: Bool?
     /// `itunes:duration` in whole seconds; nil or negative omits it.
-    public var durationSeconds: Int?
+    package var durationSeconds: Int?
     /// When the item last changed in a way readers should notice (Atom `<updated>`).
     /// Nil uses ``pubDate``. RSS has no such element and ignores it.
-    public var updated: Date?
+    package var updated: Date?
     /// The Atom entry's permanent `<id>` (an IRI). Nil derives it from ``guid``
     /// (``AtomFeedWriter/entryID(for:)``), so one list of items gives matching RSS and Atom feeds.
-    public var id: String?
+    package var id: String?
 
-    public init(guid: String, title: String, link: String? = nil, description: String, pubDate: Date,
+    package init(guid: String, title: String, link: String? = nil, description: String, pubDate: Date,
                 author: String? = nil, imageURL: String? = nil, enclosure: FeedEnclosure? = nil,
                 explicit: Bool? = nil, durationSeconds: Int? = nil, updated: Date? = nil, id: String? = nil) {
         self.updated = updated
@@ -121,9 +121,9 @@ public struct FeedItem: Sendable, Equatable {
 }
 
 /// What a feed write produced.
-public struct FeedWriteResult: Sendable, Equatable {
-    public var itemCount: Int
-    public var byteCount: Int64
+package struct FeedWriteResult: Sendable, Equatable {
+    package var itemCount: Int
+    package var byteCount: Int64
 }
 
 /// Writes an RSS 2.0 podcast feed with Apple's `itunes:` namespace
@@ -146,19 +146,19 @@ public struct FeedWriteResult: Sendable, Equatable {
 /// itunes:explicit, itunes:type, then the items. Inside `<item>`: title, [link],
 /// description, guid, pubDate, [itunes:author], [itunes:image], [enclosure],
 /// [itunes:explicit], [itunes:duration].
-public struct PodcastFeedWriter: Sendable {
-    public static let itunesNamespace = "http://www.itunes.com/dtds/podcast-1.0.dtd"
-    public static let atomNamespace = "http://www.w3.org/2005/Atom"
+package struct PodcastFeedWriter: Sendable {
+    package static let itunesNamespace = "http://www.itunes.com/dtds/podcast-1.0.dtd"
+    package static let atomNamespace = "http://www.w3.org/2005/Atom"
 
     /// Indent nested elements by two spaces (default). Off gives the smallest file.
-    public var indent: Bool
+    package var indent: Bool
     /// How titles and descriptions are encoded. The default, ``RSSTextStyle/podcastApps``,
     /// is what podcastparser and feedparser both display exactly, and what the
     /// exports publish; ``RSSTextStyle/legacyPodcast`` (HTML-escaped descriptions,
     /// shown with literal entities by podcastparser) only reproduces older files.
-    public var textStyle: RSSTextStyle
+    package var textStyle: RSSTextStyle
 
-    public init(indent: Bool = true, textStyle: RSSTextStyle = .podcastApps) {
+    package init(indent: Bool = true, textStyle: RSSTextStyle = .podcastApps) {
         self.indent = indent
         self.textStyle = textStyle
     }
@@ -167,12 +167,12 @@ public struct PodcastFeedWriter: Sendable {
     /// - Throws: ``ExportError`` — I/O (naming the path), a libxml2 writer failure, or
     ///   ``ExportError/invalidXML(name:line:column:message:)`` if the result would not parse.
     @discardableResult
-    public func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
+    package func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
         try RSSCore.write(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), indent: indent, to: url)
     }
 
     /// The feed's bytes, in memory (validated the same way).
-    public func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
+    package func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
         try RSSCore.render(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), indent: indent, name: name)
     }
 
@@ -180,7 +180,7 @@ public struct PodcastFeedWriter: Sendable {
     ///
     /// The RSS elements come from the core shared with ``RSSFeedWriter``; this writer
     /// only adds the `itunes:` namespace and elements.
-    public static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
+    package static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
                                  textStyle: RSSTextStyle = .podcastApps, into doc: XMLDocumentWriter) throws -> Int {
         try RSSCore.writeFeed(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), into: doc)
     }
@@ -190,7 +190,7 @@ public struct PodcastFeedWriter: Sendable {
 
     /// RFC 822 (with a four-digit year, as RFC 1123 and the RSS profile ask) in UTC:
     /// `Sun, 22 Nov 2026 00:54:46 +0000`. Fractions of a second are dropped (floor).
-    public static func rfc822(_ date: Date) -> String {
+    package static func rfc822(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)

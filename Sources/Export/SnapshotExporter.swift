@@ -4,16 +4,16 @@ import Logging
 import Snapshot
 
 /// What an export is made from: one run's view of the snapshot.
-public struct ExportContext: Sendable {
-    public var store: any SnapshotStore
-    public var runID: Int64
-    public var jobName: String
+package struct ExportContext: Sendable {
+    package var store: any SnapshotStore
+    package var runID: Int64
+    package var jobName: String
     /// Every time written into a file comes from here, never from "now", so
     /// the same snapshot always gives byte-identical files (Invariant 4).
-    public var runDate: Date
-    public var outputDirectory: String
+    package var runDate: Date
+    package var outputDirectory: String
 
-    public init(store: any SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
+    package init(store: any SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
         self.store = store
         self.runID = runID
         self.jobName = jobName
@@ -40,10 +40,10 @@ public struct ExportedFile: Sendable, Equatable {
 }
 
 /// Runs a job's exports against the snapshot.
-public enum SnapshotExporter {
+package enum SnapshotExporter {
     /// Writes every export, each to a temporary file renamed into place; the
     /// first failure stops the exports and leaves that file's previous version intact.
-    public static func export(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
+    package static func export(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
         var files: [ExportedFile] = []
         for spec in specs {
             do {

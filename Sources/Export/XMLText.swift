@@ -5,7 +5,7 @@
 /// U+FFFE/U+FFFF, which are not allowed anywhere in an XML 1.0 document. A single
 /// such character from a store description makes the whole feed unreadable, so
 /// every string goes through ``xmlSafe(_:)`` before it reaches the writer.
-public enum XMLText {
+package enum XMLText {
     /// `s` with every character that is not an XML 1.0 `Char` removed.
     ///
     /// `Char ::= #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]`.
@@ -13,7 +13,7 @@ public enum XMLText {
     /// U+000B, U+000C, U+000E–U+001F, U+FFFE and U+FFFF. (C1 controls U+007F–U+009F are
     /// `Char`s and are kept.) When nothing needs removing — the usual case — the
     /// argument is returned as is, after one pass over its UTF-8 bytes.
-    public static func xmlSafe(_ s: String) -> String {
+    package static func xmlSafe(_ s: String) -> String {
         var s = s
         let firstBad = s.withUTF8 { firstNonChar(in: $0, from: 0) }
         guard let firstBad else { return s }
@@ -34,7 +34,7 @@ public enum XMLText {
     }
 
     /// Whether every character of `s` is an XML 1.0 `Char`.
-    public static func isXMLSafe(_ s: String) -> Bool {
+    package static func isXMLSafe(_ s: String) -> Bool {
         var s = s
         return s.withUTF8 { firstNonChar(in: $0, from: 0) == nil }
     }
@@ -66,7 +66,7 @@ public enum XMLText {
     /// HTML — showing exactly the original text. (We chose this over CDATA: it needs
     /// no `]]>` splitting, every character still goes through the one escaping path
     /// of the writer, and readers treat both forms the same.)
-    public static func htmlEscaped(_ s: String) -> String {
+    package static func htmlEscaped(_ s: String) -> String {
         var s = s
         let needed = s.withUTF8 { (bytes: UnsafeBufferPointer<UInt8>) -> Bool in
             for byte in bytes {

@@ -20,10 +20,10 @@ import Foundation
 /// It checks what `xmlReadMemory(…, XML_PARSE_NONET)` checks but builds no tree:
 /// the SAX callbacks are no-ops, so memory stays constant and a feed can be checked
 /// while it is being written (``XMLStreamValidator``).
-public enum XMLValidator {
+package enum XMLValidator {
     /// Initialises libxml2 once per process (thread-safe: a `static let` is
     /// initialised exactly once). Call before using libxml2 from several threads.
-    public static func ensureInitialized() { _ = initialized }
+    package static func ensureInitialized() { _ = initialized }
 
     private static let initialized: Void = { xmlInitParser() }()
 
@@ -34,14 +34,14 @@ public enum XMLValidator {
     ///   - name: how the document is named in the error (usually its file name).
     /// - Throws: ``ExportError/invalidXML(name:line:column:message:)`` with libxml2's
     ///   first error and its 1-based line and column.
-    public static func validateStrict(_ data: Data, name: String) throws {
+    package static func validateStrict(_ data: Data, name: String) throws {
         let validator = try XMLStreamValidator(name: name)
         data.withUnsafeBytes { validator.feed($0) }
         try validator.finish()
     }
 
     /// ``validateStrict(_:name:)`` for bytes already in memory.
-    public static func validateStrict(_ bytes: UnsafeRawBufferPointer, name: String) throws {
+    package static func validateStrict(_ bytes: UnsafeRawBufferPointer, name: String) throws {
         let validator = try XMLStreamValidator(name: name)
         validator.feed(bytes)
         try validator.finish()
@@ -53,18 +53,18 @@ public enum XMLValidator {
 ///
 /// Not thread-safe (one document, one thread at a time); separate instances are
 /// independent.
-public final class XMLStreamValidator {
+package final class XMLStreamValidator {
     /// The name used in errors.
-    public let name: String
+    package let name: String
     private var context: xmlParserCtxtPtr?
     private var finished = false
 
     fileprivate var firstError: (line: Int, column: Int, message: String)?
     /// Number of errors (not warnings) seen so far.
-    public private(set) var errorCount = 0
+    package private(set) var errorCount = 0
 
     /// - Throws: ``ExportError/invalidInput(path:reason:)`` if libxml2 cannot allocate a parser.
-    public init(name: String) throws {
+    package init(name: String) throws {
         XMLValidator.ensureInitialized()
         self.name = name
         var sax = xmlSAXHandler()
@@ -89,10 +89,10 @@ public final class XMLStreamValidator {
     }
 
     /// Whether an error was already found (the rest of the input is then ignored).
-    public var hasFailed: Bool { firstError != nil }
+    package var hasFailed: Bool { firstError != nil }
 
     /// Parses the next piece of the document.
-    public func feed(_ bytes: UnsafeRawBufferPointer) {
+    package func feed(_ bytes: UnsafeRawBufferPointer) {
         precondition(!finished, "XMLStreamValidator.feed after finish")
         guard let context, firstError == nil, var base = bytes.baseAddress else { return }
         var remaining = bytes.count
@@ -107,7 +107,7 @@ public final class XMLStreamValidator {
 
     /// Ends the document and throws its first error, if any.
     /// - Throws: ``ExportError/invalidXML(name:line:column:message:)``.
-    public func finish() throws {
+    package func finish() throws {
         if !finished, let context {
             finished = true
             if firstError == nil { _ = xmlParseChunk(context, nil, 0, 1) }

@@ -12,7 +12,7 @@ extension SQLiteSnapshotStore {
     /// diffs against its digest index and rewrites rows by rowid), and every
     /// row of a first load is new, so nothing is looked up by key. A run killed
     /// in between leaves the index missing; opening the store builds it again.
-    public func beginBulkLoad() throws(StoreSyncError) -> Bool {
+    package func beginBulkLoad() throws(StoreSyncError) -> Bool {
         try wrap {
             try pool.write { db in
                 guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM records)") == true else { return false }
@@ -23,7 +23,7 @@ extension SQLiteSnapshotStore {
     }
 
     /// Builds the key index a bulk load dropped (one sorted pass over the records).
-    public func endBulkLoad() throws(StoreSyncError) {
+    package func endBulkLoad() throws(StoreSyncError) {
         try wrap { try pool.write { db in try db.execute(sql: Schema.keyIndex) } }
     }
 }

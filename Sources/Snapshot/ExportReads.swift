@@ -19,7 +19,7 @@ extension SQLiteSnapshotStore {
         }
     }
 
-    public func entities() throws(StoreSyncError) -> [EntityKind] {
+    package func entities() throws(StoreSyncError) -> [EntityKind] {
         try wrap {
             try pool.read { db in
                 try String.fetchAll(db, sql: "SELECT DISTINCT entity FROM records ORDER BY entity").compactMap(EntityKind.init(rawValue:))
@@ -27,13 +27,13 @@ extension SQLiteSnapshotStore {
         }
     }
 
-    public func recordCount(of entity: EntityKind) throws(StoreSyncError) -> Int {
+    package func recordCount(of entity: EntityKind) throws(StoreSyncError) -> Int {
         try wrap {
             try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE entity = ?", arguments: [entity.rawValue]) ?? 0 }
         }
     }
 
-    public func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
+    package func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
                               _ body: (ProjectedRecord) throws -> Void) throws {
         let selected = (["source", "key"] + columns.map { _ in "json_extract(payload, ?)" } + ["payload"]).joined(separator: ", ")
         // Insertion order is rowid order, a sequential read: ordering a million
@@ -62,7 +62,7 @@ extension SQLiteSnapshotStore {
         }
     }
 
-    public func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws {
+    package func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws {
         let filter = runID == nil ? "" : "WHERE run_id = ?"
         let orderBy = switch order {
         case .insertion: "id"
@@ -93,21 +93,21 @@ extension SQLiteSnapshotStore {
         }
     }
 
-    public func recordsNewestFirst(_ entities: [EntityKind], by field: String) throws(StoreSyncError) -> [FeedRecord] {
+    package func recordsNewestFirst(_ entities: [EntityKind], by field: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
             SELECT entity, key, payload FROM records WHERE entity IN (\(databaseQuestionMarks(count: entities.count)))
             ORDER BY json_extract(payload, ?) DESC, entity, key
             """, StatementArguments(entities.map(\.rawValue) + [Self.jsonPath(field)]))
     }
 
-    public func recordsNewestAdded(_ entity: EntityKind, thenBy field: String) throws(StoreSyncError) -> [FeedRecord] {
+    package func recordsNewestAdded(_ entity: EntityKind, thenBy field: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
             SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r JOIN runs ON runs.id = r.added_run
             WHERE r.entity = ? ORDER BY r.added_run DESC, json_extract(r.payload, ?) DESC, r.key
             """, [entity.rawValue, Self.jsonPath(field)])
     }
 
-    public func chartEntries(chart: String) throws(StoreSyncError) -> [FeedRecord] {
+    package func chartEntries(chart: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
             SELECT entity, key, payload FROM records WHERE entity = ? AND json_extract(payload, ?) = ?
             ORDER BY json_extract(payload, ?), json_extract(payload, ?), json_extract(payload, ?), key
@@ -115,7 +115,7 @@ extension SQLiteSnapshotStore {
                   Self.jsonPath(ChartEntry.genreID), Self.jsonPath(ChartEntry.rank)])
     }
 
-    public func latestDecreases(of entity: EntityKind, field: String) throws(StoreSyncError) -> [FieldDecrease] {
+    package func latestDecreases(of entity: EntityKind, field: String) throws(StoreSyncError) -> [FieldDecrease] {
         try wrap {
             try pool.read { db in
                 try Row.fetchAll(db, sql: """
@@ -135,7 +135,7 @@ extension SQLiteSnapshotStore {
         }
     }
 
-    public func changesWithRecords(runID: Int64) throws(StoreSyncError) -> [ChangeWithRecord] {
+    package func changesWithRecords(runID: Int64) throws(StoreSyncError) -> [ChangeWithRecord] {
         try wrap {
             try pool.read { db in
                 try Row.fetchAll(db, sql: """

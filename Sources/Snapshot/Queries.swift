@@ -4,7 +4,7 @@ import GRDB
 
 extension SQLiteSnapshotStore {
     /// Per-source counters of a run, in source-name order.
-    public func sourceCounts(runID: Int64) throws(StoreSyncError) -> [SourceCounts] {
+    package func sourceCounts(runID: Int64) throws(StoreSyncError) -> [SourceCounts] {
         try wrap {
             try pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM run_sources WHERE run_id = ? ORDER BY source", arguments: [runID]).map { row in
@@ -32,7 +32,7 @@ extension SQLiteSnapshotStore {
     }
 
     /// The change log of a run in a stable order.
-    public func changes(runID: Int64) throws(StoreSyncError) -> [ChangeRow] {
+    package func changes(runID: Int64) throws(StoreSyncError) -> [ChangeRow] {
         try wrap {
             try pool.read { db in
                 try Row.fetchAll(db, sql: """
@@ -48,7 +48,7 @@ extension SQLiteSnapshotStore {
     }
 
     /// The most recent runs, newest first.
-    public func runs(limit: Int = 20) throws(StoreSyncError) -> [RunRow] {
+    package func runs(limit: Int = 20) throws(StoreSyncError) -> [RunRow] {
         try wrap {
             try pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY id DESC LIMIT ?", arguments: [limit]).map(Self.runRow)
@@ -57,7 +57,7 @@ extension SQLiteSnapshotStore {
     }
 
     /// One run by id.
-    public func run(_ id: Int64) throws(StoreSyncError) -> RunRow? {
+    package func run(_ id: Int64) throws(StoreSyncError) -> RunRow? {
         try wrap {
             try pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).map(Self.runRow) }
         }
@@ -89,7 +89,7 @@ extension SQLiteSnapshotStore {
     }
 
     /// Every current record of a source (or all sources), by entity then key.
-    public func records(source: String? = nil) throws(StoreSyncError) -> [Catalog.Record] {
+    package func records(source: String? = nil) throws(StoreSyncError) -> [Catalog.Record] {
         try wrap {
             try pool.read { db in
                 let rows: [Row]
@@ -112,7 +112,7 @@ extension SQLiteSnapshotStore {
     /// given entities, all when empty) that exist now, or only those added or
     /// changed by `runID` plus those `consumer` still owes work from earlier
     /// runs (``setPendingInputs(consumer:_:)``), in entity then key order.
-    public func inputRecords(source: String, entities: [EntityKind], selection: InputSelection,
+    package func inputRecords(source: String, entities: [EntityKind], selection: InputSelection,
                              runID: Int64, consumer: String) throws(StoreSyncError) -> [Catalog.Record] {
         try wrap {
             try pool.read { db in
@@ -142,7 +142,7 @@ extension SQLiteSnapshotStore {
     /// The upstream records whose scopes did not end complete in this run:
     /// `consumer` selects them again next run (with what is new or changed
     /// then) until it has done their work. Replaces the previous list.
-    public func setPendingInputs(consumer: String, _ identities: [RecordIdentity]) throws(StoreSyncError) {
+    package func setPendingInputs(consumer: String, _ identities: [RecordIdentity]) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
                 try db.execute(sql: "DELETE FROM pending_inputs WHERE consumer = ?", arguments: [consumer])
@@ -155,7 +155,7 @@ extension SQLiteSnapshotStore {
     }
 
     /// Every scope's checkpoint, by source and scope.
-    public func scopeStates() throws(StoreSyncError) -> [ScopeRow] {
+    package func scopeStates() throws(StoreSyncError) -> [ScopeRow] {
         try wrap {
             try pool.read { db in
                 let sizes = try Dictionary(
@@ -174,7 +174,7 @@ extension SQLiteSnapshotStore {
     /// Copies the store at `source`, consistently and without writing to it,
     /// to a new file at `destination` (SQLite's online backup, which sees one
     /// committed state even while another process writes): a dry run works on such a copy.
-    public static func copy(from source: String, to destination: String) throws(StoreSyncError) {
+    package static func copy(from source: String, to destination: String) throws(StoreSyncError) {
         do {
             var configuration = Configuration()
             configuration.readonly = true
@@ -189,7 +189,7 @@ extension SQLiteSnapshotStore {
     }
 
     /// `PRAGMA integrity_check`: "ok" for a sound file.
-    public func integrityCheck() throws(StoreSyncError) -> String {
+    package func integrityCheck() throws(StoreSyncError) -> String {
         try wrap {
             try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
         }

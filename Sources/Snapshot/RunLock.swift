@@ -15,12 +15,12 @@ import Darwin
 /// without taking it, so `status` never makes a starting run exit "locked";
 /// unlike classic POSIX locks, closing some other descriptor of the file
 /// does not drop it.
-public final class RunLock: Sendable {
+package final class RunLock: Sendable {
     private let fd: Int32
-    public let path: String
+    package let path: String
 
     /// Takes the lock or throws ``StoreSyncError/locked(store:holder:)`` at once.
-    public init(storePath: String) throws(StoreSyncError) {
+    package init(storePath: String) throws(StoreSyncError) {
         path = Self.lockPath(storePath)
         try? FileManager.default.createDirectory(
             atPath: (storePath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
@@ -47,7 +47,7 @@ public final class RunLock: Sendable {
 
     /// Who holds the lock of the store at `storePath` (the holder's note), or
     /// nil when no one does. Reads only: it neither takes the lock nor creates the file.
-    public static func holder(storePath: String) -> String? {
+    package static func holder(storePath: String) -> String? {
         let path = lockPath(storePath)
         #if os(Linux)
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -8,9 +8,9 @@ import Synchronization
 /// Its tables, SQL and SQLite types (rowids, hashes stored as signed
 /// integers) stay in this target; everything else reads and writes it
 /// through the protocol.
-public final class SQLiteSnapshotStore: SnapshotStore {
+package final class SQLiteSnapshotStore: SnapshotStore {
     /// The database file.
-    public let path: String
+    package let path: String
     /// A pool (WAL: readers beside the one writer), or a read-only queue.
     let pool: any DatabaseWriter
     /// Keys seen in the current run, per source: dedup within a run and the
@@ -24,7 +24,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
-    public convenience init(path: String) throws(StoreSyncError) {
+    package convenience init(path: String) throws(StoreSyncError) {
         try self.init(path: path, readOnly: false)
     }
 
@@ -32,7 +32,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     /// written to, not even to migrate it: a store whose schema is older
     /// (or newer) than this storesync is refused with a message saying so,
     /// since upgrading it is the next run's job, under the run lock.
-    public init(path: String, readOnly: Bool) throws(StoreSyncError) {
+    package init(path: String, readOnly: Bool) throws(StoreSyncError) {
         self.path = path
         guard !readOnly else {
             pool = try Self.openReadOnly(path)
@@ -91,7 +91,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
         return queue
     }
 
-    public var location: String { path }
+    package var location: String { path }
 
     func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
         do {
@@ -113,7 +113,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     /// A run whose crawl finished but whose exports did not (killed while
     /// exporting, or an export failed) is resumed too, by exporting only,
     /// unless `resumeExports` is false (a dry run crawls the next night).
-    public func beginRun(job: String, at date: Date, simulated: Bool, night requestedNight: Int? = nil,
+    package func beginRun(job: String, at date: Date, simulated: Bool, night requestedNight: Int? = nil,
                          resumeExports: Bool = true) throws(StoreSyncError) -> RunInfo {
         let info: RunInfo = try wrap {
             try pool.write { db in
@@ -153,7 +153,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     }
 
     /// The memo of a page's last stored answer, if any.
-    public func pageMemo(source: String, scope: String, page: Int) throws(StoreSyncError) -> PageMemo? {
+    package func pageMemo(source: String, scope: String, page: Int) throws(StoreSyncError) -> PageMemo? {
         try wrap {
             try pool.read { db in
                 guard let row = try Row.fetchOne(db, sql: """
@@ -195,7 +195,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     }
 
     /// Records the run's request counters, duration and messages for reports.
-    public func recordTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError) {
+    package func recordTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
                 try db.execute(sql: """
@@ -214,7 +214,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     /// Records how the crawl ended. With `exportsFollow`, the run counts as
     /// finished only once ``markExported(_:message:)`` says its exports are
     /// written too; until then the next start resumes it by exporting.
-    public func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date,
+    package func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date,
                           exportsFollow: Bool) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
@@ -230,7 +230,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     }
 
     /// An export failed: the run says so, and the next start retries the exports (not the crawl).
-    public func markExportFailed(_ runID: Int64, message: String) throws(StoreSyncError) {
+    package func markExportFailed(_ runID: Int64, message: String) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
                 try db.execute(sql: "UPDATE runs SET status = 'failed', message = ? WHERE id = ?", arguments: [message, runID])
@@ -239,7 +239,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     }
 
     /// Every export of the run is written: the run is done, with its crawl's verdict as its status.
-    public func markExported(_ runID: Int64, message: String?) throws(StoreSyncError) {
+    package func markExported(_ runID: Int64, message: String?) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
                 try db.execute(sql: "UPDATE runs SET exported = 1, status = COALESCE(crawl_status, status), message = ? WHERE id = ?",
@@ -249,7 +249,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     }
 
     /// The scope's checkpoint within `runID`, or nil if this run has not touched it.
-    public func checkpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
+    package func checkpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
         try wrap {
             try pool.read { db in
                 try Row.fetchOne(db, sql: "SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
@@ -276,7 +276,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
 
     /// What the store holds of `source`'s rows, for a decoder to recognise
     /// unchanged rows by their bytes. Safe to use while pages are applied.
-    public func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
+    package func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
         let index = try wrap { try pool.read { db in try digestIndex(db, source: source) } }
         return StoredRowMemory(index: index)
     }
@@ -285,7 +285,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     /// very bytes. False only when a page applied since the decoder looked
     /// wrote one of them (the same key twice in one run); the page must then
     /// be decoded in full.
-    public func stillHolds(source: String, rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> Bool {
+    package func stillHolds(source: String, rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> Bool {
         guard let index = digests(of: source) else { return rows.isEmpty }
         return index.stillHolds(rows)
     }
@@ -293,7 +293,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     /// Diffs a page against the stored hashes and, in one transaction, writes
     /// only added and changed records, their field-level changes, the page's
     /// key list and the scope's checkpoint. Unchanged records cost no write.
-    public func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult {
+    package func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult {
         // Dedup against what this run already saw; content that differs from a
         // sighting earlier in the run (drift) still goes through as a change.
         // The page's keys are marked seen here, one probe each: a key met
@@ -450,7 +450,7 @@ public final class SQLiteSnapshotStore: SnapshotStore {
     }
 
     /// Adds time and requests spent outside pages (e.g. a failed page) to a source's counters.
-    public func addSourceTime(runID: Int64, source: String, requests: Int, seconds: Double) throws(StoreSyncError) {
+    package func addSourceTime(runID: Int64, source: String, requests: Int, seconds: Double) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
                 try Self.addCounts(db, runID: runID, source: source, requests: requests, seconds: seconds)

@@ -4,7 +4,7 @@ import GRDB
 
 extension SQLiteSnapshotStore {
     /// Records how a scope's crawl ended (its checkpoint state for this run).
-    public func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: String?) throws(StoreSyncError) {
+    package func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: String?) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
                 try db.execute(sql: """
@@ -28,7 +28,7 @@ extension SQLiteSnapshotStore {
     /// would remove more than `maxRatio` of the scope, in which case nothing
     /// is removed and a warning says why. Each scope is swept at most once per
     /// run, in one transaction, so a run killed mid-pass never counts a miss twice.
-    public func sweepScope(runID: Int64, source: String, scope: String, removal policy: RemovalPolicy) throws(StoreSyncError) -> RemovalResult {
+    package func sweepScope(runID: Int64, source: String, scope: String, removal policy: RemovalPolicy) throws(StoreSyncError) -> RemovalResult {
         let seenKeys = seenSnapshot(source: source)
         var removed: [RecordIdentity] = []
         defer {

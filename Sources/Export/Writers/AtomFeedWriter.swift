@@ -35,13 +35,13 @@ import Darwin
 ///
 /// Streams into ``AtomicFile`` through ``XMLDocumentWriter`` with the same strict re-parse
 /// before the rename: an invalid feed never replaces the previous file.
-public struct AtomFeedWriter: Sendable {
-    public static let namespace = "http://www.w3.org/2005/Atom"
+package struct AtomFeedWriter: Sendable {
+    package static let namespace = "http://www.w3.org/2005/Atom"
 
     /// Indent nested elements by two spaces (default). Off gives the smallest file.
-    public var indent: Bool
+    package var indent: Bool
 
-    public init(indent: Bool = true) {
+    package init(indent: Bool = true) {
         self.indent = indent
     }
 
@@ -50,7 +50,7 @@ public struct AtomFeedWriter: Sendable {
     ///   feed id, I/O errors naming the path, a libxml2 writer failure, or
     ///   ``ExportError/invalidXML(name:line:column:message:)`` if the result would not parse.
     @discardableResult
-    public func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
+    package func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
         var count = 0
         let bytes = try XMLDocumentWriter.write(to: url, indent: indent) { doc in
             count = try Self.writeFeed(channel: channel, items: items, into: doc)
@@ -59,14 +59,14 @@ public struct AtomFeedWriter: Sendable {
     }
 
     /// The feed's bytes, in memory (validated the same way).
-    public func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.atom") throws -> [UInt8] {
+    package func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.atom") throws -> [UInt8] {
         try XMLDocumentWriter.render(name: name, indent: indent) { doc in
             _ = try Self.writeFeed(channel: channel, items: items, into: doc)
         }
     }
 
     /// Writes `<feed>…</feed>` into `doc`; returns the number of entries.
-    public static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
+    package static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
                                  into doc: XMLDocumentWriter) throws -> Int {
         let id = feedID(for: channel)
         guard !id.allSatisfy(\.isWhitespace) else {
@@ -138,7 +138,7 @@ public struct AtomFeedWriter: Sendable {
     // MARK: Identity
 
     /// The feed's `<id>`: ``FeedChannel/id``, else ``FeedChannel/selfURL``.
-    public static func feedID(for channel: FeedChannel) -> String {
+    package static func feedID(for channel: FeedChannel) -> String {
         channel.id ?? channel.selfURL
     }
 
@@ -149,7 +149,7 @@ public struct AtomFeedWriter: Sendable {
     /// guid and the Atom id match; else `storesync:guid:` + the guid percent-encoded
     /// (every byte outside RFC 3986 unreserved characters), because `atom:id` must be an
     /// IRI and podcast guids are often not (`12345`, `Buzzsprout-99 a`).
-    public static func entryID(for item: FeedItem) -> String {
+    package static func entryID(for item: FeedItem) -> String {
         if let id = item.id { return id }
         if isAbsoluteIRI(item.guid) { return item.guid }
         var encoded = ""
@@ -201,7 +201,7 @@ public struct AtomFeedWriter: Sendable {
     /// RFC 3339 in UTC with a `Z`: `2026-11-22T00:54:46Z`. Fractions of a second are
     /// dropped (floor), as in ``PodcastFeedWriter/rfc822(_:)``, so both formats of one
     /// feed name the same second.
-    public static func rfc3339(_ date: Date) -> String {
+    package static func rfc3339(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)

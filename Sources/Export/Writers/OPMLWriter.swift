@@ -1,17 +1,17 @@
 import Foundation
 
 /// One subscription in an OPML file: an `<outline type="rss">`.
-public struct OPMLFeed: Sendable, Equatable {
+package struct OPMLFeed: Sendable, Equatable {
     /// Shown by the importing app (`text` and `title`). Plain text.
-    public var title: String
+    package var title: String
     /// The feed's address (`xmlUrl`). Must not be empty.
-    public var xmlURL: String
+    package var xmlURL: String
     /// The podcast's or site's web page (`htmlUrl`).
-    public var htmlURL: String?
+    package var htmlURL: String?
     /// Optional `description` attribute. Plain text.
-    public var description: String?
+    package var description: String?
 
-    public init(title: String, xmlURL: String, htmlURL: String? = nil, description: String? = nil) {
+    package init(title: String, xmlURL: String, htmlURL: String? = nil, description: String? = nil) {
         self.title = title
         self.xmlURL = xmlURL
         self.htmlURL = htmlURL
@@ -20,12 +20,12 @@ public struct OPMLFeed: Sendable, Equatable {
 }
 
 /// What an OPML write produced.
-public struct OPMLWriteResult: Sendable, Equatable {
+package struct OPMLWriteResult: Sendable, Equatable {
     /// `type="rss"` outlines written.
-    public var feedCount: Int
+    package var feedCount: Int
     /// Group outlines written (0 for a flat list).
-    public var groupCount: Int
-    public var byteCount: Int64
+    package var groupCount: Int
+    package var byteCount: Int64
 }
 
 /// Writes OPML 2.0 subscription lists of feed URLs, the format podcast apps and feed
@@ -52,37 +52,37 @@ public struct OPMLWriteResult: Sendable, Equatable {
 ///   selection should not have let it through.
 /// - Streamed into ``AtomicFile`` with the strict re-parse of ``XMLDocumentWriter``: a
 ///   failed write leaves the previous file in place.
-public struct OPMLWriter: Sendable {
+package struct OPMLWriter: Sendable {
     /// Indent nested elements by two spaces (default). Off gives the smallest file.
-    public var indent: Bool
+    package var indent: Bool
 
-    public init(indent: Bool = true) {
+    package init(indent: Bool = true) {
         self.indent = indent
     }
 
     /// Atomically writes a flat list of feeds to `url`.
     @discardableResult
-    public func write(title: String, dateCreated: Date, feeds: [OPMLFeed], to url: URL) throws -> OPMLWriteResult {
+    package func write(title: String, dateCreated: Date, feeds: [OPMLFeed], to url: URL) throws -> OPMLWriteResult {
         try write(title: title, dateCreated: dateCreated, body: .flat(feeds), to: url)
     }
 
     /// Atomically writes feeds grouped into one outline per group (e.g. per genre), in the
     /// given order. Empty groups are written too (as empty outlines): the caller decides.
     @discardableResult
-    public func write(title: String, dateCreated: Date, groups: [(group: String, feeds: [OPMLFeed])],
+    package func write(title: String, dateCreated: Date, groups: [(group: String, feeds: [OPMLFeed])],
                       to url: URL) throws -> OPMLWriteResult {
         try write(title: title, dateCreated: dateCreated, body: .grouped(groups), to: url)
     }
 
     /// The flat document's bytes, in memory (validated the same way).
-    public func render(title: String, dateCreated: Date, feeds: [OPMLFeed], name: String = "feeds.opml") throws -> [UInt8] {
+    package func render(title: String, dateCreated: Date, feeds: [OPMLFeed], name: String = "feeds.opml") throws -> [UInt8] {
         try XMLDocumentWriter.render(name: name, indent: indent) { doc in
             _ = try Self.writeDocument(title: title, dateCreated: dateCreated, body: .flat(feeds), into: doc)
         }
     }
 
     /// The grouped document's bytes, in memory (validated the same way).
-    public func render(title: String, dateCreated: Date, groups: [(group: String, feeds: [OPMLFeed])],
+    package func render(title: String, dateCreated: Date, groups: [(group: String, feeds: [OPMLFeed])],
                        name: String = "feeds.opml") throws -> [UInt8] {
         try XMLDocumentWriter.render(name: name, indent: indent) { doc in
             _ = try Self.writeDocument(title: title, dateCreated: dateCreated, body: .grouped(groups), into: doc)

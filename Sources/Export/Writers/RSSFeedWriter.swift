@@ -15,9 +15,9 @@ import Foundation
 /// A style picks, per element, the encoding that makes the intended readers show the
 /// original text. Whatever the style, the XML itself is always correct: every value
 /// goes through ``XMLText/xmlSafe(_:)`` and the writer's escaping.
-public struct RSSTextStyle: Sendable, Hashable {
+package struct RSSTextStyle: Sendable, Hashable {
     /// How `<title>` is written.
-    public enum TitleEncoding: Sendable, Hashable {
+    package enum TitleEncoding: Sendable, Hashable {
         /// The text as is (escaped once, for XML). Right for readers that treat titles
         /// as plain text (podcast apps); a guessing reader renders the rare title that
         /// looks like HTML (`&amp;`, `</b>`) as HTML.
@@ -30,7 +30,7 @@ public struct RSSTextStyle: Sendable, Hashable {
     }
 
     /// How `<description>` is written.
-    public enum DescriptionEncoding: Sendable, Hashable {
+    package enum DescriptionEncoding: Sendable, Hashable {
         /// HTML-escaped (``XMLText/htmlEscaped(_:)``), line breaks left as they are.
         /// The original podcast encoding: HTML readers show the characters but fold
         /// line breaks; podcastparser shows the entities literally unless a tag happens
@@ -43,23 +43,23 @@ public struct RSSTextStyle: Sendable, Hashable {
         case readerSafeHTML
     }
 
-    public var titles: TitleEncoding
-    public var descriptions: DescriptionEncoding
+    package var titles: TitleEncoding
+    package var descriptions: DescriptionEncoding
 
-    public init(titles: TitleEncoding, descriptions: DescriptionEncoding) {
+    package init(titles: TitleEncoding, descriptions: DescriptionEncoding) {
         self.titles = titles
         self.descriptions = descriptions
     }
 
     /// For feed readers (plain RSS): titles HTML-escaped only when ambiguous, reader-safe HTML descriptions.
-    public static let feedReaders = RSSTextStyle(titles: .htmlWhenAmbiguous, descriptions: .readerSafeHTML)
+    package static let feedReaders = RSSTextStyle(titles: .htmlWhenAmbiguous, descriptions: .readerSafeHTML)
     /// For podcast apps: plain-text titles (as Apple and podcastparser read them), reader-safe HTML descriptions.
-    public static let podcastApps = RSSTextStyle(titles: .plainText, descriptions: .readerSafeHTML)
+    package static let podcastApps = RSSTextStyle(titles: .plainText, descriptions: .readerSafeHTML)
     /// ``PodcastFeedWriter``'s original encoding, kept as its default so its output does not change.
-    public static let legacyPodcast = RSSTextStyle(titles: .plainText, descriptions: .htmlEscaped)
+    package static let legacyPodcast = RSSTextStyle(titles: .plainText, descriptions: .htmlEscaped)
 
     /// The `<title>` text for `title` (before XML escaping, which the writer adds).
-    public func titleText(_ title: String) -> String {
+    package func titleText(_ title: String) -> String {
         switch titles {
         case .plainText: return title
         case .htmlWhenAmbiguous:
@@ -70,7 +70,7 @@ public struct RSSTextStyle: Sendable, Hashable {
     }
 
     /// The `<description>` text for `description` (before XML escaping).
-    public func descriptionText(_ description: String) -> String {
+    package func descriptionText(_ description: String) -> String {
         switch descriptions {
         case .htmlEscaped: return XMLText.htmlEscaped(description)
         case .readerSafeHTML: return RSSFeedWriter.readerSafeHTML(description)
@@ -96,16 +96,16 @@ public struct RSSTextStyle: Sendable, Hashable {
 /// Channel categories are written RSS-style, as one `/`-separated path each
 /// (`Technology/Tech News`). RSS `<author>` must be an e-mail address, so authors go
 /// in Dublin Core `dc:creator`, which readers show as the author.
-public struct RSSFeedWriter: Sendable {
-    public static let atomNamespace = "http://www.w3.org/2005/Atom"
-    public static let dublinCoreNamespace = "http://purl.org/dc/elements/1.1/"
+package struct RSSFeedWriter: Sendable {
+    package static let atomNamespace = "http://www.w3.org/2005/Atom"
+    package static let dublinCoreNamespace = "http://purl.org/dc/elements/1.1/"
 
     /// Indent nested elements by two spaces (default). Off gives the smallest file.
-    public var indent: Bool
+    package var indent: Bool
     /// How titles and descriptions are encoded for readers.
-    public var textStyle: RSSTextStyle
+    package var textStyle: RSSTextStyle
 
-    public init(indent: Bool = true, textStyle: RSSTextStyle = .feedReaders) {
+    package init(indent: Bool = true, textStyle: RSSTextStyle = .feedReaders) {
         self.indent = indent
         self.textStyle = textStyle
     }
@@ -114,17 +114,17 @@ public struct RSSFeedWriter: Sendable {
     /// - Throws: ``ExportError`` — I/O (naming the path), a libxml2 writer failure, or
     ///   ``ExportError/invalidXML(name:line:column:message:)`` if the result would not parse.
     @discardableResult
-    public func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
+    package func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
         try RSSCore.write(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(), indent: indent, to: url)
     }
 
     /// The feed's bytes, in memory (validated the same way).
-    public func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
+    package func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
         try RSSCore.render(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(), indent: indent, name: name)
     }
 
     /// Writes `<rss>…</rss>` into `doc`; returns the number of items.
-    public static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
+    package static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
                                  textStyle: RSSTextStyle = .feedReaders, into doc: XMLDocumentWriter) throws -> Int {
         try RSSCore.writeFeed(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(), into: doc)
     }
@@ -138,7 +138,7 @@ public struct RSSFeedWriter: Sendable {
     /// entity to be known HTML): escaping a title that did not need it is harmless to a
     /// guessing reader (the escaped text contains entities, so it is rendered as HTML and
     /// shows the original), while missing one would let the reader render it as markup.
-    public static func looksLikeMarkup(_ text: String) -> Bool {
+    package static func looksLikeMarkup(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in
             var i = 0
@@ -176,7 +176,7 @@ public struct RSSFeedWriter: Sendable {
     ///
     /// Characters XML cannot carry (see ``XMLText/xmlSafe(_:)``) are removed first.
     /// Runs of spaces and tabs still display as one space, as HTML always does.
-    public static func readerSafeHTML(_ text: String) -> String {
+    package static func readerSafeHTML(_ text: String) -> String {
         var text = XMLText.xmlSafe(text)
         func needsMarkup(_ b: UInt8) -> Bool {
             b == 0x26 || b == 0x3C || b == 0x3E || b == 0x22 || b == 0x0A || b == 0x0D // & < > " LF CR

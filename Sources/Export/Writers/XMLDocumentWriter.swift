@@ -16,11 +16,11 @@ import Foundation
 ///   straight to the file (``OutputSink``) and the validator.
 ///
 /// The instance passed to the body is only valid inside it.
-public final class XMLDocumentWriter {
+package final class XMLDocumentWriter {
     private var writer: xmlTextWriterPtr?
     private let output: XMLOutputContext
     /// The document's name in errors.
-    public let name: String
+    package let name: String
 
     fileprivate init(writer: xmlTextWriterPtr, output: XMLOutputContext, name: String) {
         self.writer = writer
@@ -36,7 +36,7 @@ public final class XMLDocumentWriter {
     /// that succeeded.
     /// - Returns: the size of the document in bytes.
     @discardableResult
-    public static func write(to url: URL, indent: Bool = true, _ body: (XMLDocumentWriter) throws -> Void) throws -> Int64 {
+    package static func write(to url: URL, indent: Bool = true, _ body: (XMLDocumentWriter) throws -> Void) throws -> Int64 {
         try AtomicFile.write(to: url) { sink in
             let start = sink.bytesWritten
             try produce(name: url.lastPathComponent, indent: indent, emit: { try sink.write($0) }, body: body)
@@ -45,7 +45,7 @@ public final class XMLDocumentWriter {
     }
 
     /// Produces a document in memory (validated the same way).
-    public static func render(name: String, indent: Bool = true, _ body: (XMLDocumentWriter) throws -> Void) throws -> [UInt8] {
+    package static func render(name: String, indent: Bool = true, _ body: (XMLDocumentWriter) throws -> Void) throws -> [UInt8] {
         var bytes: [UInt8] = []
         try produce(name: name, indent: indent, emit: { bytes.append(contentsOf: $0) }, body: body)
         return bytes
@@ -54,7 +54,7 @@ public final class XMLDocumentWriter {
     /// Produces a document, handing each chunk of bytes to `emit` as it is ready.
     /// Validation happens on the same chunks; the call throws after the last chunk when
     /// the document is not well-formed, so whatever `emit` stored must then be discarded.
-    public static func produce(
+    package static func produce(
         name: String, indent: Bool = true,
         emit: (UnsafeRawBufferPointer) throws -> Void,
         body: (XMLDocumentWriter) throws -> Void
@@ -100,17 +100,17 @@ public final class XMLDocumentWriter {
     // MARK: Writing
 
     /// Opens `<name`. Attributes may follow until content or a child is written.
-    public func startElement(_ name: StaticString) throws {
+    package func startElement(_ name: StaticString) throws {
         try check(xmlTextWriterStartElement(try handle(), name.utf8Start), "xmlTextWriterStartElement")
     }
 
     /// Closes the innermost open element (`/>` when it is empty).
-    public func endElement() throws {
+    package func endElement() throws {
         try check(xmlTextWriterEndElement(try handle()), "xmlTextWriterEndElement")
     }
 
     /// Writes `name="value"` on the element just opened.
-    public func attribute(_ name: StaticString, _ value: String) throws {
+    package func attribute(_ name: StaticString, _ value: String) throws {
         let w = try handle()
         try XMLText.xmlSafe(value).withXMLChars { v in
             try check(xmlTextWriterWriteAttribute(w, name.utf8Start, v), "xmlTextWriterWriteAttribute")
@@ -118,7 +118,7 @@ public final class XMLDocumentWriter {
     }
 
     /// Writes `<name>text</name>`.
-    public func element(_ name: StaticString, _ text: String) throws {
+    package func element(_ name: StaticString, _ text: String) throws {
         let w = try handle()
         try XMLText.xmlSafe(text).withXMLChars { t in
             try check(xmlTextWriterWriteElement(w, name.utf8Start, t), "xmlTextWriterWriteElement")
@@ -126,14 +126,14 @@ public final class XMLDocumentWriter {
     }
 
     /// Writes `<name a1="v1" …/>` (an empty element with attributes).
-    public func emptyElement(_ name: StaticString, attributes: KeyValuePairs<StaticString, String>) throws {
+    package func emptyElement(_ name: StaticString, attributes: KeyValuePairs<StaticString, String>) throws {
         try startElement(name)
         for (key, value) in attributes { try attribute(key, value) }
         try endElement()
     }
 
     /// Writes text content inside the open element.
-    public func text(_ text: String) throws {
+    package func text(_ text: String) throws {
         let w = try handle()
         try XMLText.xmlSafe(text).withXMLChars { t in
             try check(xmlTextWriterWriteString(w, t), "xmlTextWriterWriteString")
