@@ -91,8 +91,6 @@ public final class SQLiteSnapshotStore: SnapshotStore {
         return queue
     }
 
-    public var location: String { path }
-
     func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
         do {
             return try body()
