@@ -110,6 +110,8 @@ let package = Package(
             dependencies: [
                 "Export", "Snapshot", "CLibXML2", "TestSupport",
                 .product(name: "CSV", package: "CSV.swift"),
+                // Reads the consumer SQLite file an export writes.
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // Golden files are read through #filePath, not bundled.
             exclude: ["Golden"]

@@ -91,8 +91,6 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         return queue
     }
 
-    package var location: String { path }
-
     func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
         do {
             return try body()

@@ -18,9 +18,6 @@ import Foundation
 /// Writes are made by one run at a time (the run lock): a backend may keep
 /// per-run state in memory (what the run has seen, its digest index).
 public protocol SnapshotStore: AnyObject, Sendable {
-    /// Where the store lives, for messages (a file path, a database URL).
-    var location: String { get }
-
     // MARK: Runs
 
     /// Starts a run, or resumes the last one if it never finished (it was killed).
