@@ -7,14 +7,15 @@ import TestSupport
 /// are KillResumeTests'): status asks whether the lock is held without taking
 /// it, and reads the store without writing to it.
 @Suite struct StatusDuringRunTests {
-    /// Every simulator answer is held 1–2 s (`latency:2000`), so from the
-    /// moment the run has its run row, at least one held answer stands
-    /// between it and its end: far longer than `status` takes.
+    /// Every simulator answer is held 1–2 s (`latency:2000`) and the list
+    /// has 10 pages crawled one after another, so from the moment the run has
+    /// its run row, 10–20 s of held answers stand between it and its end: far
+    /// longer than `status` takes even on a machine loaded by the whole suite.
     static let yaml = """
         name: statustest
         store: store/snapshot.sqlite
         output: out
-        simulator: { seed: 7, podcasts: 10, products: 60, faults: ["latency:2000"] }
+        simulator: { seed: 7, podcasts: 10, products: 200, faults: ["latency:2000"] }
         sources:
           - name: market
             kind: marketplace
