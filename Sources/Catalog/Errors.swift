@@ -114,12 +114,11 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         var text = place.map { "\($0): \(message)" } ?? message
-        if !issues.isEmpty {
-            text += issues.map { "\n  - \($0)" }.joined()
-        }
         if let cause { text += " (cause: \(cause))" }
-        if let remedy { text += ". " + remedy }
-        return text
+        guard !issues.isEmpty else { return remedy.map { text + ". " + $0 } ?? text }
+        // A list of problems reads best with the remedy on a line of its own after it.
+        text += issues.map { "\n  - \($0)" }.joined()
+        return remedy.map { text + "\n" + $0 } ?? text
     }
 
     /// The URL in ``place``, if the error happened at one.
