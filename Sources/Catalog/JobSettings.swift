@@ -24,6 +24,7 @@ public struct SimulatorSpec: Sendable, Equatable {
     }
 }
 
+/// How a job talks HTTP: timeouts, pacing per host, retries, concurrency, the breaker and the cache (`http:` in a job file).
 public struct HTTPSettings: Sendable, Equatable {
     public var timeoutSeconds: Double
     public var userAgent: String
@@ -144,6 +145,7 @@ public enum FeedKind: String, Sendable, CaseIterable {
     public var isGroupable: Bool { self != .changes }
 }
 
+/// One RSS and/or Atom feed export (`kind: feed`): what it lists, where its files go, its channel texts.
 public struct FeedExportSpec: Sendable, Equatable {
     public var kind: FeedKind
     /// For `top` feeds: the chart's name (`toppodcasts`, `topsongs`, `most-played`…).
@@ -182,6 +184,7 @@ public struct FeedExportSpec: Sendable, Equatable {
     }
 }
 
+/// An OPML export of podcast feed URLs (`kind: opml`).
 public struct OPMLExportSpec: Sendable, Equatable {
     /// Template: with `{genre}`, one file per genre; without, one file with an outline per genre.
     public var path: String
@@ -193,6 +196,7 @@ public struct OPMLExportSpec: Sendable, Equatable {
     }
 }
 
+/// How CSV files are written: delimiter, byte order mark, line ends, formula neutralisation.
 public struct CSVExportOptions: Sendable, Equatable {
     public var delimiter: String
     public var byteOrderMark: Bool
