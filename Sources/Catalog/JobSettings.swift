@@ -110,6 +110,17 @@ public enum ExportSpec: Sendable, Equatable {
     /// The run's metrics in Prometheus text format (node_exporter textfile collector).
     case metrics(path: String)
 
+    /// The file or folder (a template, relative to the output folder) the
+    /// export writes, as the job file names it: what an error points at.
+    public var target: String {
+        switch self {
+        case .sqlite(let path), .csvChanges(let path, _), .runReport(let path), .metrics(let path): path
+        case .csvTables(let directory, _): directory
+        case .feed(let feed): feed.rssPath ?? feed.atomPath ?? ""
+        case .opml(let opml): opml.path
+        }
+    }
+
     /// Reports describe the finished run, so they are written after the data exports.
     public var isReport: Bool {
         switch self {

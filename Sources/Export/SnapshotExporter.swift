@@ -68,7 +68,9 @@ package enum SnapshotExporter {
             } catch let error as StoreSyncError {
                 throw error
             } catch {
-                throw .exportFailed(path: "\(spec)", reason: "\(error)")
+                throw .exportFailed(path: context.url(spec.target).path, reason: "\(error)",
+                                    remedy: "The previous file was left intact; the next run (or `storesync export`) writes it again",
+                                    cause: error as? any Error & Sendable)
             }
         }
         for file in files { logger.debug("exported \(file.path) (\(file.rows) rows, \(file.bytes) bytes)") }

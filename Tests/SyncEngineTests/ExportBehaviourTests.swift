@@ -112,6 +112,10 @@ import TestSupport
         let report = try await Runner(job: job, logger: .quiet).run()
         #expect(report.outcome == .failed)
         #expect(report.errors.contains { $0.contains("changes.xml") }, "\(report.errors)")
+        // The error names the file, not the export's whole settings, and says what becomes of it.
+        #expect(report.errors.contains { $0.hasPrefix(target.path + ": export failed") && $0.contains("left intact") },
+                "\(report.errors)")
+        #expect(!report.errors.contains { $0.contains("FeedExportSpec") }, "\(report.errors)")
         let store = try SQLiteSnapshotStore(path: job.storePath)
         #expect(try store.run(report.runID)?.status == .failed)
         let json = try JSONParser.parse(Array(try Data(contentsOf: out.appendingPathComponent("report.json"))))
