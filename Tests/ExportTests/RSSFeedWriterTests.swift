@@ -521,7 +521,7 @@ enum FeedCheckScript {
         try withTemporaryDirectory { dir throws in
             let items = Self.podcastSafeItems()
             let podcast = dir.appendingPathComponent("legacy.xml")
-            try PodcastFeedWriter().write(channel: FeedFixtures.channel, items: items, to: podcast)
+            try PodcastFeedWriter(textStyle: .legacyPodcast).write(channel: FeedFixtures.channel, items: items, to: podcast)
             let expect = dir.appendingPathComponent("expect.json")
             try FeedCheckScript.expectations([("legacy.xml", "podcast", [:], items.map { ($0.guid, $0) })]).write(to: expect)
             let result = try FeedCheckScript.check([podcast], expect: expect)
