@@ -99,7 +99,6 @@ public struct Runner: Sendable {
         var warnings: [String] = []
         var errors: [String] = []
         var outcome: RunStatus = .ok
-        var fetch = RequestCounts()
         var totals = RunTotals()
     }
 
@@ -171,7 +170,7 @@ public struct Runner: Sendable {
         }
         return RunReport(
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
-            sources: phase.sources, fetch: phase.fetch, exports: exported, warnings: phase.warnings, errors: errors,
+            sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: phase.warnings, errors: errors,
             seconds: clock.now() - started)
     }
 
@@ -183,7 +182,6 @@ public struct Runner: Sendable {
         phase.warnings = phase.totals.warnings
         phase.errors = phase.totals.errors
         phase.outcome = run.crawlStatus ?? .failed
-        phase.fetch = phase.totals.requests
         let scopes = try store.scopeStates().filter { $0.runID == run.id }
         for source in job.sources {
             let mine = scopes.filter { $0.source == source.name }
@@ -224,8 +222,7 @@ public struct Runner: Sendable {
         let completeScopes = phase.sources.reduce(0) { $0 + $1.scopesComplete }
         if completeScopes < totalScopes || !phase.warnings.isEmpty { phase.outcome = .partial }
         if totalScopes > 0, completeScopes == 0, !phase.errors.isEmpty { phase.outcome = .failed }
-        phase.fetch = fetcher.stats
-        phase.totals.requests = phase.fetch
+        phase.totals.requests = fetcher.stats
         phase.totals.warnings = phase.warnings
         phase.totals.errors = phase.errors
         return phase
