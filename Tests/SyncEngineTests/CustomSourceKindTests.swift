@@ -104,3 +104,28 @@ struct WordListSettings: SourceKind {
         #expect(typo.contains { $0.contains("did you mean 'itunes-search'?") })
     }
 }
+
+/// The services a run talks to fail as themselves, not as a fetch "the next run retries".
+@Suite struct UpstreamServicesTests {
+    @Test func aSimulatorThatCannotStartSaysSoAndFetchesNothing() async throws {
+        let directory = TestPaths.temporaryDirectory("upstream")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Loaded without the CLI's rules, so the bad fault reaches the simulator itself.
+        let job = try JobLoader.parse(yaml: """
+            name: upstream
+            store: snapshot.sqlite
+            output: out
+            simulator: { faults: ["no-such-fault:1"] }
+            sources: [{name: market, kind: marketplace}]
+            """, file: "upstream.yml", baseDirectory: directory.path)
+        do {
+            _ = try await Runner(job: job, logger: .quiet).run()
+            Issue.record("expected the run to fail")
+        } catch {
+            #expect(error.code == .upstreamUnavailable)
+            #expect(error.description.contains("no-such-fault"), "\(error)")
+            #expect(error.description.contains("Fix simulator.faults in the job file"), "\(error)")
+            #expect(!error.description.contains("next run"), "\(error)")
+        }
+    }
+}
