@@ -24,6 +24,9 @@ package final class Fetcher: Sendable {
         var stats = RequestCounts()
         var cache: ResponseCache
         var inFlight: [RequestKey: Flight] = [:]
+        /// Hosts that asked for a pause longer than ``HTTPSettings/backoffMaxSeconds``,
+        /// with when it ends: nothing more is sent to them in this run.
+        var refusedUntil: [String: (until: Double, retryAfter: Double)] = [:]
     }
     private let state: Mutex<State>
 
@@ -128,6 +131,11 @@ package final class Fetcher: Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            // A host that asked for a pause longer than the job allows is not asked again this run.
+            if let refusal = state.withLock({ $0.refusedUntil[host.lowercased()] }), clock.now() < refusal.until {
+                state.withLock { $0.stats.failures += 1 }
+                return .failure(overlongPause(url, host: host, retryAfter: refusal.retryAfter, sent: false))
+            }
             do {
                 try await limiter.acquire(host: host)
             } catch {
@@ -156,6 +164,16 @@ package final class Fetcher: Sendable {
                 return .failure(.gone(url: url.absoluteString, status: status))
             case .retry(let reason, let throttled, let retryAfter):
                 if throttled { state.withLock { $0.stats.throttled += 1 } }
+                if let retryAfter, retryAfter > settings.backoffMaxSeconds {
+                    // Waiting would hold the run (and the store's lock) for as long as the
+                    // server likes: the page fails now and the next night asks again.
+                    let now = clock.now()
+                    state.withLock {
+                        $0.stats.failures += 1
+                        $0.refusedUntil[host.lowercased()] = (now + retryAfter, retryAfter)
+                    }
+                    return .failure(overlongPause(url, host: host, retryAfter: retryAfter, sent: true))
+                }
                 guard attempt < settings.maxAttempts else {
                     state.withLock { $0.stats.failures += 1 }
                     if throttled { return .failure(.throttled(url: url.absoluteString, host: host, retryAfterSeconds: retryAfter)) }
@@ -176,6 +194,17 @@ package final class Fetcher: Sendable {
                 }
             }
         }
+    }
+
+    /// The error for a server's demand to wait longer than the job allows.
+    private func overlongPause(_ url: URL, host: String, retryAfter: Double, sent: Bool) -> StoreSyncError {
+        var error = StoreSyncError.throttled(url: url.absoluteString, host: host, retryAfterSeconds: retryAfter)
+        error.message = sent
+            ? "the server asked to wait \(Int(retryAfter)) s, more than http.backoffMaxSeconds (\(Int(settings.backoffMaxSeconds)) s) allows"
+            : "not sent: \(host) asked earlier in this run to wait \(Int(retryAfter)) s, more than http.backoffMaxSeconds allows"
+        error.remedy = "The scope is marked incomplete, so nothing is removed; the next run asks again. "
+            + "Raise http.backoffMaxSeconds to wait longer, or lower http.requestsPerMinute for \(host)"
+        return error
     }
 
     /// Full jitter (AWS architecture blog): uniform in [0, min(cap, base·2^n)],
