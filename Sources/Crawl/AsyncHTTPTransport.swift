@@ -3,7 +3,8 @@ import Foundation
 import NIOCore
 
 /// ``HTTPTransport`` over AsyncHTTPClient (connection pooling, TLS with
-/// certificate verification, gzip).
+/// certificate verification, gzip), with one timeout for the whole exchange,
+/// the body included.
 public final class AsyncHTTPTransport: HTTPTransport {
     private let client: HTTPClient
     private let maxBodyBytes: Int
@@ -22,10 +23,26 @@ public final class AsyncHTTPTransport: HTTPTransport {
         var outgoing = HTTPClientRequest(url: request.url.absoluteString)
         outgoing.method = .GET
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        // One deadline for the whole exchange: AsyncHTTPClient's covers the
+        // request up to the response head, so the body is raced against what
+        // is left of it (a server trickling a byte every few seconds would
+        // otherwise hold the run for as long as it likes).
         let timeout = TimeAmount.nanoseconds(Int64(timeoutSeconds * 1_000_000_000))
+        let deadline = NIODeadline.now() + timeout
+        let maxBodyBytes = self.maxBodyBytes
         do {
-            let response = try await client.execute(outgoing, timeout: timeout)
-            let body = try await response.body.collect(upTo: maxBodyBytes)
+            let response = try await client.execute(outgoing, deadline: deadline)
+            let body = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+                group.addTask { try await response.body.collect(upTo: maxBodyBytes) }
+                group.addTask {
+                    let left = deadline - NIODeadline.now()
+                    try await Task.sleep(nanoseconds: UInt64(max(0, left.nanoseconds)))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let body = first else { throw HTTPClientError.deadlineExceeded }
+                return body
+            }
             var headers: [String: String] = [:]
             for header in response.headers {
                 let name = header.name.lowercased()

@@ -56,3 +56,21 @@ import TestSupport
         #expect(clock.sleeps.contains(60))
     }
 }
+
+/// The request timeout covers the whole exchange, the body included.
+@Suite struct WholeExchangeTimeoutTests {
+    @Test func aBodyTrickledAByteAtATimeTimesOutWithTheRequest() async throws {
+        // 60 bytes, one every 0.25 s: 15 s to the end of the body, against a 1 s timeout.
+        let server = try TrickleServer(body: Array(repeating: UInt8(ascii: " "), count: 59) + [UInt8(ascii: "1")], interval: 0.25)
+        defer { server.stop() }
+        let transport = AsyncHTTPTransport()
+        do {
+            let response = try await transport.get(HTTPRequest(url: server.url), timeoutSeconds: 1)
+            // Only a transport that waits out the whole 15 s body gets here.
+            Issue.record("the trickled body was waited for to its end: \(response.body.count) bytes")
+        } catch {
+            #expect(error == .timedOut(seconds: 1))
+        }
+        await transport.shutdown()
+    }
+}

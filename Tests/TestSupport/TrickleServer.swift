@@ -1,0 +1,69 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A hostile HTTP server on 127.0.0.1 (a free port): it answers every
+/// connection with response headers at once and then the body one byte at a
+/// time, `interval` apart — the server that holds a client which times out
+/// only the wait for the headers. Bounded: it serves `body` once per
+/// connection, at most `maxConnections` connections, and stops on `stop()`.
+public final class TrickleServer: @unchecked Sendable {
+    public let port: Int
+    private let listener: Int32
+    private let thread: Thread
+    private let stopped = NSLock()
+    private var isStopped = false
+
+    public init(body: [UInt8], interval: TimeInterval, maxConnections: Int = 8) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        listener = fd
+        let head = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+        thread = Thread {
+            for _ in 0..<maxConnections {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                var request = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &request, request.count)
+                _ = head.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                for byte in body {
+                    Thread.sleep(forTimeInterval: interval)
+                    var one = byte
+                    if write(client, &one, 1) != 1 { break }
+                }
+                close(client)
+            }
+        }
+        thread.start()
+    }
+
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)/slow")! }
+
+    /// Stops accepting; a connection being served ends at its next write.
+    public func stop() {
+        stopped.lock()
+        defer { stopped.unlock() }
+        guard !isStopped else { return }
+        isStopped = true
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    deinit { stop() }
+}
