@@ -44,6 +44,9 @@ public struct DecodedPage<Item: Sendable>: Sendable {
     public var rowCount: Int
     /// The server's own "has next" flag, where it sends one.
     public var hasNext: Bool?
+    /// The number of the server's last page, where it says (the marketplace's
+    /// `last_page`): a "has next" past it is a server that never stops.
+    public var lastPage: Int?
     /// Rows skipped with the reason, to be logged.
     public var skipped: [String]
     /// Rows recognised from their raw bytes as the stored record (see
@@ -122,6 +125,8 @@ public struct ScopeWalk: Sendable {
     /// A 404/410 ends the scope `gone` instead of failing it.
     public let toleratesGone: Bool
     public private(set) var state: State
+    /// The body hash of the page before, to catch a server repeating a page.
+    private var lastBodyHash: ContentHash?
 
     public init(pagination: Pagination, startPage: Int = 0, toleratesGone: Bool = false) {
         self.pagination = pagination
@@ -145,29 +150,84 @@ public struct ScopeWalk: Sendable {
         }
     }
 
-    /// Page `index` arrived with `rowCount` rows and the server's `hasNext`.
-    /// Returns whether it is the scope's last page: a last page is stored
-    /// together with the scope's completion, so a kill right after it never
-    /// fetches past the end.
-    @discardableResult
-    public mutating func pageArrived(rowCount: Int, hasNext: Bool?, url: String) -> Bool {
+    /// What the walker needs to know of a page to decide what follows it.
+    public struct PageShape: Sendable {
+        /// Rows the page held before any was skipped.
+        public var rowCount: Int
+        /// The server's "has next" flag, where it sends one.
+        public var hasNext: Bool?
+        /// The hash of the page's body, where known: a server that sends the
+        /// same page again and again would otherwise be paged to the cap.
+        public var bodyHash: ContentHash?
+        /// The server's own last page number, where it says.
+        public var lastPage: Int?
+        /// Where the page came from, for messages.
+        public var url: String
+
+        public init(rowCount: Int, hasNext: Bool?, bodyHash: ContentHash? = nil, lastPage: Int? = nil, url: String) {
+            self.rowCount = rowCount
+            self.hasNext = hasNext
+            self.bodyHash = bodyHash
+            self.lastPage = lastPage
+            self.url = url
+        }
+    }
+
+    /// What to do with a page that arrived.
+    public enum Arrival: Sendable, Equatable {
+        /// Store it; `isLast` when it completes the scope, so it is stored
+        /// together with the scope's completion and a kill right after it
+        /// never fetches past the end.
+        case store(isLast: Bool)
+        /// Do not store it: the server is paging without end. The scope fails.
+        case reject
+
+        public var isLast: Bool { self == .store(isLast: true) }
+    }
+
+    /// Page `index` arrived. Endless paging is caught here, before the page is
+    /// stored: a body equal to the previous page's, or a "has next" past the
+    /// server's own last page.
+    public mutating func pageArrived(_ page: PageShape) -> Arrival {
         guard case .awaitingPage(let index, let pages) = state else {
             preconditionFailure("ScopeWalk.pageArrived without a page asked for")
         }
+        let previousHash = lastBodyHash
+        lastBodyHash = page.bodyHash
+        if page.rowCount > 0, let hash = page.bodyHash, hash == previousHash {
+            state = .finished(.failed(pages: pages, error: .malformedPage(
+                url: page.url, reason: "page \(pagination.position(ofPage: index)) has the very body of the page before it: "
+                    + "the server is repeating itself, so paging stopped here",
+                remedy: "The scope is marked incomplete, so nothing is removed; the next run pages it again")))
+            return .reject
+        }
+        if page.hasNext == true, let lastPage = page.lastPage, pagination.position(ofPage: index) >= lastPage {
+            state = .finished(.failed(pages: pages, error: .malformedPage(
+                url: page.url, reason: "page \(pagination.position(ofPage: index)) says a page follows, "
+                    + "but the server's own last page is \(lastPage): paging stopped here",
+                remedy: "The scope is marked incomplete, so nothing is removed; the next run pages it again")))
+            return .reject
+        }
         let after: AfterStore
-        if rowCount == 0 && hasNext == true {
+        if page.rowCount == 0 && page.hasNext == true {
             // Claiming more after an empty page is a server fault; ending here
             // as "complete" would turn every later record into a removal.
             after = .finish(.failed(pages: pages + 1, error: .malformedPage(
-                url: url, reason: "empty page that says it has a next page")))
-        } else if pagination.continues(afterRows: rowCount, hasNext: hasNext) {
+                url: page.url, reason: "empty page that says it has a next page")))
+        } else if pagination.continues(afterRows: page.rowCount, hasNext: page.hasNext) {
             after = .nextPage
         } else {
             after = .finish(.complete(pages: pages + 1))
         }
         state = .storing(index: index, pages: pages, after: after)
-        if case .finish(.complete) = after { return true }
-        return false
+        if case .finish(.complete) = after { return .store(isLast: true) }
+        return .store(isLast: false)
+    }
+
+    /// The outcome of a scope whose page was rejected.
+    public var outcome: ScopeOutcome? {
+        if case .finished(let outcome) = state { return outcome }
+        return nil
     }
 
     /// The page that arrived is stored; returns the next step.
@@ -220,7 +280,7 @@ package enum PageWalker {
         startPage: Int = 0,
         toleratesGone: Bool = false,
         fetch: (Int) async throws(StoreSyncError) -> (page: Page, url: String),
-        shape: (Page) -> (rowCount: Int, hasNext: Bool?),
+        shape: (Page, _ url: String) -> ScopeWalk.PageShape,
         onPage: (_ index: Int, _ page: Page, _ isLast: Bool) async throws(StoreSyncError) -> Void
     ) async -> ScopeOutcome {
         var walk = ScopeWalk(pagination: pagination, startPage: startPage, toleratesGone: toleratesGone)
@@ -232,9 +292,9 @@ package enum PageWalker {
             case .fetch(let index):
                 do {
                     let (page, url) = try await fetch(index)
-                    let (rowCount, hasNext) = shape(page)
-                    let isLast = walk.pageArrived(rowCount: rowCount, hasNext: hasNext, url: url)
-                    try await onPage(index, page, isLast)
+                    let arrival = walk.pageArrived(shape(page, url))
+                    guard arrival != .reject, let outcome = Optional(arrival) else { return walk.outcome! }
+                    try await onPage(index, page, outcome.isLast)
                     action = walk.pageStored()
                 } catch {
                     return walk.pageFailed(error)
@@ -258,7 +318,12 @@ package enum PageWalker {
                 let response = try await fetch(index)
                 return ((response, try decode(response)), response.url.absoluteString)
             },
-            shape: { ($0.1.rowCount, $0.1.hasNext) },
+            shape: { page, url in
+                // An empty body is no evidence of repetition (pages made up in memory have none).
+                ScopeWalk.PageShape(rowCount: page.1.rowCount, hasNext: page.1.hasNext,
+                                    bodyHash: page.0.body.isEmpty ? nil : ContentHash(bytes: page.0.body),
+                                    lastPage: page.1.lastPage, url: url)
+            },
             onPage: { index, page, _ throws(StoreSyncError) in try await onPage(index, page.0, page.1) })
     }
 }

@@ -42,6 +42,20 @@ enum FetchedPage: Sendable {
         case .unchanged(let memo): memo.hasNext
         }
     }
+
+    /// The hash of the body it came from.
+    var bodyHash: ContentHash? {
+        switch self {
+        case .decoded(_, let memo, _): memo?.bodyHash
+        case .unchanged(let memo): memo.bodyHash
+        }
+    }
+
+    /// The server's own last page number, where the page said (an unchanged page was not read).
+    var lastPage: Int? {
+        if case .decoded(let page, _, _) = self { return page.lastPage }
+        return nil
+    }
 }
 
 /// What a scope's producer sends: pages in order, then how the scope ended.
@@ -185,7 +199,10 @@ struct SourceCrawler: Sendable {
                     throw error
                 }
             },
-            shape: { ($0.0.rowCount, $0.0.hasNext) },
+            shape: { page, url in
+                ScopeWalk.PageShape(rowCount: page.0.rowCount, hasNext: page.0.hasNext, bodyHash: page.0.bodyHash,
+                                    lastPage: page.0.lastPage, url: url)
+            },
             onPage: { index, page, isLast throws(StoreSyncError) in
                 guard await channel.send(.page(index: index, page.0, requests: page.requests, isLast: isLast)) else {
                     // The applier stopped this scope (a store error); its error is the one reported.

@@ -74,3 +74,4 @@ import TestSupport
         await transport.shutdown()
     }
 }
+

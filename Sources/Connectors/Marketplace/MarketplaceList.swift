@@ -80,7 +80,9 @@ package enum MarketplaceList {
             }
             records.append(Record(entity: .listing, key: String(id), fields: normalize(fields)))
         }
-        return DecodedPage(items: records, rowCount: rows.count, hasNext: hasNext, skipped: skipped)
+        var page = DecodedPage(items: records, rowCount: rows.count, hasNext: hasNext, skipped: skipped)
+        page.lastPage = (document["last_page"] ?? document["lastPage"])?.intValue.flatMap { Int(exactly: $0) }
+        return page
     }
 
     /// Dates arrive as `2022-01-04T00:00:00.00`, `2021-12-29 00:00:00.000` or
