@@ -293,8 +293,8 @@ package enum PageWalker {
                 do {
                     let (page, url) = try await fetch(index)
                     let arrival = walk.pageArrived(shape(page, url))
-                    guard arrival != .reject, let outcome = Optional(arrival) else { return walk.outcome! }
-                    try await onPage(index, page, outcome.isLast)
+                    if arrival == .reject, let outcome = walk.outcome { return outcome }
+                    try await onPage(index, page, arrival.isLast)
                     action = walk.pageStored()
                 } catch {
                     return walk.pageFailed(error)
