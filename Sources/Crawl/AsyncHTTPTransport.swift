@@ -33,7 +33,22 @@ public final class AsyncHTTPTransport: HTTPTransport {
         do {
             let response = try await client.execute(outgoing, deadline: deadline)
             let body = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-                group.addTask { try await response.body.collect(upTo: maxBodyBytes) }
+                // The deadline is checked as every chunk arrives, as well as raced by
+                // a timer: a timer alone depends on a free thread to fire in time,
+                // and a body that ends after the deadline must fail however the
+                // tasks were scheduled. The timer covers a server that goes silent.
+                group.addTask {
+                    var collected = ByteBuffer()
+                    for try await chunk in response.body {
+                        guard NIODeadline.now() <= deadline else { throw TransportError.timedOut(seconds: timeoutSeconds) }
+                        guard collected.readableBytes + chunk.readableBytes <= maxBodyBytes else {
+                            throw TransportError.bodyTooLarge(limit: maxBodyBytes)
+                        }
+                        collected.writeImmutableBuffer(chunk)
+                    }
+                    guard NIODeadline.now() <= deadline else { throw TransportError.timedOut(seconds: timeoutSeconds) }
+                    return collected
+                }
                 group.addTask {
                     let left = deadline - NIODeadline.now()
                     try await Task.sleep(nanoseconds: UInt64(max(0, left.nanoseconds)))
@@ -49,6 +64,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
                 headers[name] = headers[name].map { "\($0), \(header.value)" } ?? header.value
             }
             return HTTPResponse(url: request.url, status: Int(response.status.code), headers: headers, body: Array(body.readableBytesView))
+        } catch let error as TransportError {
+            throw error
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
             throw .timedOut(seconds: timeoutSeconds)
         } catch let error as NIOTooManyBytesError {
