@@ -73,7 +73,8 @@ public struct SourceSpec: Sendable, Equatable {
         lhs.name == rhs.name && lhs.baseURL == rhs.baseURL && lhs.removal == rhs.removal && lhs.settings.isEqual(to: rhs.settings)
     }
 
-    /// The scopes of this source pointed at `baseURL` (nil: the real service's).
+    /// The scopes of this source. Its own `baseURL` wins; then `baseURL`, where
+    /// the run's services are (a simulator); nil there means the real service's.
     public func scopes(baseURL: URL?, inputs: [Record] = []) -> [CrawlScope] {
         settings.scopes(baseURL: resolved(baseURL), inputs: inputs)
     }
@@ -85,7 +86,7 @@ public struct SourceSpec: Sendable, Equatable {
 
     private func resolved(_ baseURL: URL?) -> URL {
         // Sources whose URLs come from records or the disk never use it.
-        baseURL ?? self.baseURL ?? defaultBaseURL ?? URL(string: "http://localhost")!
+        self.baseURL ?? baseURL ?? defaultBaseURL ?? URL(string: "http://localhost")!
     }
 }
 

@@ -24,8 +24,8 @@ public final class AsyncHTTPTransport: HTTPTransport {
         outgoing.method = .GET
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         // One deadline for the whole exchange: AsyncHTTPClient's covers the
-        // request up to the response head, so the body is raced against what
-        // is left of it (a server trickling a byte every few seconds would
+        // request up to the response head, so the body is held to what is
+        // left of it (a server trickling a byte every few seconds would
         // otherwise hold the run for as long as it likes).
         let timeout = TimeAmount.nanoseconds(Int64(timeoutSeconds * 1_000_000_000))
         let deadline = NIODeadline.now() + timeout
@@ -55,7 +55,9 @@ public final class AsyncHTTPTransport: HTTPTransport {
                     return nil
                 }
                 defer { group.cancelAll() }
-                guard let first = try await group.next(), let body = first else { throw HTTPClientError.deadlineExceeded }
+                guard let first = try await group.next(), let body = first else {
+                    throw TransportError.timedOut(seconds: timeoutSeconds)
+                }
                 return body
             }
             var headers: [String: String] = [:]
@@ -68,9 +70,6 @@ public final class AsyncHTTPTransport: HTTPTransport {
             throw error
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
             throw .timedOut(seconds: timeoutSeconds)
-        } catch let error as NIOTooManyBytesError {
-            _ = error
-            throw .bodyTooLarge(limit: maxBodyBytes)
         } catch {
             throw .connectionFailed(String(describing: error))
         }

@@ -209,8 +209,7 @@ public struct Runner: Sendable {
 
         var phase = CrawlPhase()
         for source in job.sources {
-            let baseURL = source.baseURL ?? session.baseURL ?? source.defaultBaseURL
-            let report = await crawl(source: source, baseURL: baseURL, run: run, store: store, fetcher: fetcher,
+            let report = await crawl(source: source, baseURL: session.baseURL, run: run, store: store, fetcher: fetcher,
                                      progress: options.progress, warnings: &phase.warnings)
             phase.errors += report.errors
             phase.sources.append(report)
@@ -230,6 +229,7 @@ public struct Runner: Sendable {
 
     /// Crawls every scope of a source, storing each page as it arrives, then
     /// the follow-up scopes for what changed, then the removal pass.
+    /// `baseURL` is where the run's services are (nil: the real ones).
     func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: any SnapshotStore, fetcher: Fetcher,
                progress: (@Sendable (RunProgress) -> Void)?, warnings: inout [String]) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),

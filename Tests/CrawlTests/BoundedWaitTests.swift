@@ -45,16 +45,6 @@ import TestSupport
         }
         #expect(transport.requests.count == 1)
     }
-
-    @Test func aPauseWithinTheCapIsStillHonoured() async throws {
-        let clock = ManualClock()
-        let transport = ScriptedTransport { request, n in
-            n == 0 ? .success(HTTPResponse(url: request.url, status: 429, headers: ["Retry-After": "60"]))
-                   : .success(ScriptedTransport.json("{}", url: request.url))
-        }
-        _ = try await fetcher(transport, clock: clock).get(url)
-        #expect(clock.sleeps.contains(60))
-    }
 }
 
 /// The request timeout covers the whole exchange, the body included.

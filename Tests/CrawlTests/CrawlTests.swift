@@ -113,14 +113,17 @@ import TestSupport
         #expect(f.stats.throttled == 2)
     }
 
-    @Test func retryAfterIsHonoured() async throws {
+    /// Up to and including http.backoffMaxSeconds (60 by default), a pause is waited
+    /// out; a longer one fails the page (BoundedWaitTests).
+    @Test(arguments: [7.0, 60.0])
+    func retryAfterIsHonoured(_ seconds: Double) async throws {
         let clock = ManualClock()
         let transport = ScriptedTransport { request, n in
-            n == 0 ? .success(HTTPResponse(url: request.url, status: 429, headers: ["Retry-After": "7"]))
+            n == 0 ? .success(HTTPResponse(url: request.url, status: 429, headers: ["Retry-After": String(Int(seconds))]))
                    : .success(ScriptedTransport.json("{}", url: request.url))
         }
         _ = try await fetcher(transport, clock: clock).get(url)
-        #expect(clock.sleeps.contains(7))
+        #expect(clock.sleeps.contains(seconds))
     }
 
     @Test func serverErrorsBackOffExponentiallyWithJitterThenGiveUp() async {
