@@ -33,6 +33,14 @@ public protocol SourceKind: Sendable, Equatable {
     /// Scopes crawled after the source's own, for the records they added or
     /// changed in this run (marketplace product details). Never sweeping.
     func followUpScopes(baseURL: URL, newOrChanged: [Record]) -> [CrawlScope]
+
+    /// Maps a record this source produced (its entity and wire fields, as
+    /// stored) into the canonical model (``CanonicalSchema``). Pure: the
+    /// snapshot calls it for added and changed records, and again over stored
+    /// payloads when it rebuilds its entities after an upgrade.
+    func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord
+    /// How this source's sightings of `entity` count for removal.
+    func role(of entity: EntityKind) -> RecordRole
 }
 
 extension SourceKind {
@@ -40,6 +48,11 @@ extension SourceKind {
     public var inputRequest: InputRequest? { nil }
     public var hasFollowUps: Bool { false }
     public func followUpScopes(baseURL: URL, newOrChanged: [Record]) -> [CrawlScope] { [] }
+    /// A kind that knows no canonical model keeps its fields as they are.
+    public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
+        CanonicalRecord(entity: entity, fields: wire)
+    }
+    public func role(of entity: EntityKind) -> RecordRole { .lists }
 
     /// The earlier source of the same job this one starts from, if any.
     public var upstream: String? { inputRequest?.source }

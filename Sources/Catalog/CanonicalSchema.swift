@@ -1,0 +1,192 @@
+/// One field of an entity's canonical model: what every connector that
+/// knows the entity maps its wire shape into, and what every export reads.
+public struct CanonicalField: Sendable, Equatable {
+    /// snake_case, so a consumer table needs no quoting; also the export column's name.
+    public var name: String
+    public var kind: ExportColumn.Kind
+    /// One line for the entity tables in the documentation.
+    public var meaning: String
+
+    public init(_ name: String, _ kind: ExportColumn.Kind, _ meaning: String) {
+        self.name = name
+        self.kind = kind
+        self.meaning = meaning
+    }
+}
+
+/// The canonical model: one list of fields per entity kind, whichever
+/// source (Search, Lookup, feeds, charts, marketplace eras, user files) saw it.
+///
+/// The snapshot keeps one row per entity holding these fields (merged over
+/// every source that lists it) beside each source's raw payload, so a wire
+/// field no connector maps yet is never lost. Fields are only ever appended:
+/// scripts and spreadsheets built on one night's export read the next.
+///
+/// Conventions: dates are ISO 8601 text (`2024-05-01T12:00:00Z`, or a bare
+/// date when the source gives no time); prices are numbers in `currency`;
+/// `explicit` is 1 or 0; ids of other entities are their keys as text or
+/// integers as the source gives them; a field a source does not give is absent.
+public enum CanonicalSchema {
+    /// The canonical fields of `entity`, in column order (none for records-file
+    /// rows, whose columns are the file's own).
+    public static func fields(of entity: EntityKind) -> [CanonicalField] {
+        switch entity {
+        case .podcast:
+            [.init("name", .text, "the show's title"),
+             .init("artist", .text, "who makes it (iTunes artistName, the feed's itunes:author)"),
+             .init("artist_id", .integer, "the maker's iTunes artist id"),
+             .init("genre", .text, "primary genre name"),
+             .init("genre_id", .text, "primary genre id (a genre key)"),
+             .init("feed_url", .text, "the show's RSS feed"),
+             .init("release_date", .text, "latest episode's date"),
+             .init("track_count", .integer, "episodes in the show"),
+             .init("explicit", .integer, "1 when the show is marked explicit"),
+             .init("content_advisory", .text, "the store's advisory rating, e.g. Clean"),
+             .init("country", .text, "storefront country (ISO 3166 alpha-3 as iTunes gives it)"),
+             .init("view_url", .text, "the show's page in the store"),
+             .init("artwork_url", .text, "the largest cover art URL the source gave"),
+             .init("description", .text, "the show's summary"),
+             .init("language", .text, "language code of the feed, when known"),
+             .init("genres", .text, "every genre name, JSON array")]
+        case .episode:
+            [.init("name", .text, "the episode's title"),
+             .init("podcast", .text, "the show's title"),
+             .init("podcast_id", .text, "the show's key (a podcast entity)"),
+             .init("release_date", .text, "publication date"),
+             .init("duration_ms", .integer, "length in milliseconds"),
+             .init("enclosure_url", .text, "the media file"),
+             .init("description", .text, "show notes"),
+             .init("guid", .text, "the feed's own identity for the item, as published"),
+             .init("enclosure_length", .integer, "the media file's size in bytes, as the source gave it"),
+             .init("enclosure_type", .text, "the media file's MIME type, as the source gave it"),
+             .init("link", .text, "the episode's web page"),
+             .init("episode_number", .integer, "itunes:episode"),
+             .init("season", .integer, "itunes:season"),
+             .init("episode_type", .text, "full, trailer or bonus"),
+             .init("explicit", .integer, "1 when marked explicit"),
+             .init("image_url", .text, "the episode's own artwork"),
+             .init("view_url", .text, "the episode's page in the store")]
+        case .song, .musicVideo:
+            [.init("name", .text, "track title"),
+             .init("artist", .text, "performing artist"),
+             .init("album", .text, "album title"),
+             .init("genre", .text, "primary genre name"),
+             .init("price", .real, "track price in currency"),
+             .init("currency", .text, "ISO 4217 code"),
+             .init("release_date", .text, "release date"),
+             .init("duration_ms", .integer, "length in milliseconds"),
+             .init("view_url", .text, "the track's page in the store"),
+             .init("artist_id", .integer, "the artist's key (an artist entity)"),
+             .init("album_id", .integer, "the album's key (an album entity)"),
+             .init("track_number", .integer, "position on its disc"),
+             .init("disc_number", .integer, "disc of the album"),
+             .init("preview_url", .text, "30-second preview (audio/x-m4a or video)"),
+             .init("artwork_url", .text, "the largest cover art URL the source gave"),
+             .init("explicit", .integer, "1 when marked explicit"),
+             .init("country", .text, "storefront country")]
+        case .album, .audiobook:
+            [.init("name", .text, "title"),
+             .init("artist", .text, "artist or author"),
+             .init("genre", .text, "primary genre name"),
+             .init("price", .real, "price in currency"),
+             .init("currency", .text, "ISO 4217 code"),
+             .init("track_count", .integer, "tracks or parts"),
+             .init("release_date", .text, "release date"),
+             .init("view_url", .text, "its page in the store"),
+             .init("artist_id", .integer, "the artist's key (an artist entity)"),
+             .init("artwork_url", .text, "the largest cover art URL the source gave"),
+             .init("explicit", .integer, "1 when marked explicit"),
+             .init("copyright", .text, "copyright line"),
+             .init("description", .text, "summary, where the source gives one"),
+             .init("preview_url", .text, "audio preview (audiobooks)"),
+             .init("country", .text, "storefront country")]
+        case .movie, .app, .ebook:
+            [.init("name", .text, "title"),
+             .init("artist", .text, "director, developer or author"),
+             .init("genre", .text, "primary genre name"),
+             .init("price", .real, "purchase price in currency"),
+             .init("track_price", .real, "the store's trackPrice where it differs (movies)"),
+             .init("currency", .text, "ISO 4217 code"),
+             .init("release_date", .text, "release date"),
+             .init("view_url", .text, "its page in the store"),
+             .init("artist_id", .integer, "the maker's iTunes id"),
+             .init("artwork_url", .text, "the largest artwork URL the source gave"),
+             .init("description", .text, "long description"),
+             .init("content_advisory", .text, "advisory rating"),
+             .init("duration_ms", .integer, "running time (movies)"),
+             .init("preview_url", .text, "trailer or preview"),
+             .init("version", .text, "app version"),
+             .init("bundle_id", .text, "app bundle id"),
+             .init("rating", .real, "average user rating"),
+             .init("rating_count", .integer, "user ratings counted"),
+             .init("country", .text, "storefront country")]
+        case .artist:
+            [.init("name", .text, "artist name"),
+             .init("genre", .text, "primary genre name"),
+             .init("link", .text, "the artist's page in the store")]
+        case .genre:
+            [.init("name", .text, "genre name"),
+             .init("parent_id", .text, "the parent genre's key, empty for a root"),
+             .init("url", .text, "the genre's page in the store")]
+        case .chartEntry:
+            [.init("chart", .text, "which chart, e.g. toppodcasts"),
+             .init("country", .text, "ISO 3166 code, lower case"),
+             .init("genre_id", .text, "the genre the chart is for (empty for all genres)"),
+             .init("genre", .text, "that genre's name"),
+             .init("rank", .integer, "1-based position in the latest crawl"),
+             .init("item_entity", .text, "the charted item's entity, e.g. podcast"),
+             .init("item_key", .text, "the charted item's key"),
+             .init("name", .text, "the item's name as the chart gives it"),
+             .init("artist", .text, "the item's artist as the chart gives it"),
+             .init("artwork_url", .text, "the item's artwork as the chart gives it"),
+             .init("link", .text, "the item's page")]
+        case .listing, .listingDetail:
+            [.init("name", .text, "product name"),
+             .init("vendor_id", .integer, "the seller's id"),
+             .init("price", .real, "list price in currency"),
+             .init("bargain_price", .real, "the price asked now"),
+             .init("discounted_price", .real, "the discount off price"),
+             .init("currency", .text, "ISO 4217 code"),
+             .init("stock", .integer, "units in stock"),
+             .init("created_at", .text, "when listed"),
+             .init("issued_at", .text, "when last issued"),
+             .init("thumbnail", .text, "thumbnail image"),
+             .init("description", .text, "description (from the detail page when fetched)"),
+             .init("vendor_name", .text, "the seller's name, where known"),
+             .init("images", .text, "full-size image URLs from the detail page, JSON array")]
+        case .record:
+            []
+        }
+    }
+
+    /// The canonical field named `name` of `entity`, if the model has one.
+    public static func field(_ name: String, of entity: EntityKind) -> CanonicalField? {
+        fields(of: entity).first { $0.name == name }
+    }
+}
+
+/// How a source's sighting of an entity counts.
+public enum RecordRole: String, Sendable, Hashable {
+    /// The source lists the entity: a complete scope that no longer does is
+    /// evidence that it is gone (Search, the marketplace list, feeds, files).
+    case lists
+    /// A ranked list (a chart): leaving it is list churn, never evidence of
+    /// disappearance; its sightings end at once, unguarded.
+    case ranks
+    /// The source only describes entities others list (Lookup by upstream
+    /// ids, a marketplace detail page): it never keeps an entity alive, and
+    /// its sighting leaves with the entity.
+    case describes
+}
+
+/// A record mapped into the canonical model: which entity it is (a detail
+/// page's record is its listing's) and its canonical fields.
+public struct CanonicalRecord: Sendable, Equatable {
+    public var entity: EntityKind
+    public var fields: [String: JSONValue]
+
+    public init(entity: EntityKind, fields: [String: JSONValue]) {
+        self.entity = entity
+        self.fields = fields
+    }
+}
