@@ -190,3 +190,27 @@ public struct CanonicalRecord: Sendable, Equatable {
         self.fields = fields
     }
 }
+
+/// How one source's records enter the canonical model: the snapshot holds
+/// one per source of a run and calls it for records added or changed, so
+/// it never needs to know a wire shape itself.
+public struct SourceMapping: Sendable {
+    /// Maps a record of the source (its entity kind and stored wire fields).
+    /// The entity it maps to must depend on the kind alone (a detail record
+    /// is always its listing's), so a removal can find the entity unread.
+    public var canonical: @Sendable (EntityKind, [String: JSONValue]) -> CanonicalRecord
+    public var role: @Sendable (EntityKind) -> RecordRole
+
+    public init(canonical: @escaping @Sendable (EntityKind, [String: JSONValue]) -> CanonicalRecord,
+                role: @escaping @Sendable (EntityKind) -> RecordRole) {
+        self.canonical = canonical
+        self.role = role
+    }
+
+    /// Fields kept as they are, every sighting listing: what a source of a
+    /// kind the store was not told about (one dropped from the job) maps by.
+    public static let identity = SourceMapping(canonical: { CanonicalRecord(entity: $0, fields: $1) }, role: { _ in .lists })
+
+    /// The entity a record of kind `entity` belongs to.
+    public func entity(of entity: EntityKind) -> EntityKind { canonical(entity, [:]).entity }
+}

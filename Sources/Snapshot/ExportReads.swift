@@ -22,29 +22,31 @@ extension SQLiteSnapshotStore {
     package func entities() throws(StoreSyncError) -> [EntityKind] {
         try wrap {
             try pool.read { db in
-                try String.fetchAll(db, sql: "SELECT DISTINCT entity FROM records ORDER BY entity").compactMap(EntityKind.init(rawValue:))
+                try String.fetchAll(db, sql: "SELECT DISTINCT entity FROM entities ORDER BY entity").compactMap(EntityKind.init(rawValue:))
             }
         }
     }
 
     package func recordCount(of entity: EntityKind) throws(StoreSyncError) -> Int {
         try wrap {
-            try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE entity = ?", arguments: [entity.rawValue]) ?? 0 }
+            try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE entity = ?", arguments: [entity.rawValue]) ?? 0 }
         }
     }
 
     package func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
                               _ body: (ProjectedRecord) throws -> Void) throws {
-        let selected = (["source", "key"] + columns.map { _ in "json_extract(payload, ?)" } + ["payload"]).joined(separator: ", ")
+        // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
+        let selected = (["substr(sources, 1, instr(sources || char(9), char(9)) - 1)", "key"]
+                        + columns.map { _ in "json_extract(fields, ?)" } + ["fields"]).joined(separator: ", ")
         // Insertion order is rowid order, a sequential read: ordering a million
         // rows by key spilled ~1 GB to a temporary B-tree and doubled a CSV export's time.
         let orderBy = switch order {
         case .insertion: "rowid"
-        case .sourceAndKey: "source, key"
+        case .sourceAndKey: "1, key"
         }
         try stream { db in
             // Bound parameters for every value; only the fixed column list is spliced.
-            let query = RawStatement(try db.makeStatement(sql: "SELECT \(selected) FROM records WHERE entity = ? ORDER BY \(orderBy)"))
+            let query = RawStatement(try db.makeStatement(sql: "SELECT \(selected) FROM entities WHERE entity = ? ORDER BY \(orderBy)"))
             for (index, column) in columns.enumerated() { query.bind(Int32(index + 1), Self.jsonPath(column.field)) }
             query.bind(Int32(columns.count + 1), entity.rawValue)
             let payloadColumn = Int32(columns.count + 2)
@@ -95,22 +97,22 @@ extension SQLiteSnapshotStore {
 
     package func recordsNewestFirst(_ entities: [EntityKind], by field: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
-            SELECT entity, key, payload FROM records WHERE entity IN (\(databaseQuestionMarks(count: entities.count)))
-            ORDER BY json_extract(payload, ?) DESC, entity, key
+            SELECT entity, key, fields AS payload FROM entities WHERE entity IN (\(databaseQuestionMarks(count: entities.count)))
+            ORDER BY json_extract(fields, ?) DESC, entity, key
             """, StatementArguments(entities.map(\.rawValue) + [Self.jsonPath(field)]))
     }
 
     package func recordsNewestAdded(_ entity: EntityKind, thenBy field: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
-            SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r JOIN runs ON runs.id = r.added_run
-            WHERE r.entity = ? ORDER BY r.added_run DESC, json_extract(r.payload, ?) DESC, r.key
+            SELECT e.entity, e.key, e.fields AS payload, runs.started_at AS run_started FROM entities e JOIN runs ON runs.id = e.added_run
+            WHERE e.entity = ? ORDER BY e.added_run DESC, json_extract(e.fields, ?) DESC, e.key
             """, [entity.rawValue, Self.jsonPath(field)])
     }
 
     package func chartEntries(chart: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
-            SELECT entity, key, payload FROM records WHERE entity = ? AND json_extract(payload, ?) = ?
-            ORDER BY json_extract(payload, ?), json_extract(payload, ?), json_extract(payload, ?), key
+            SELECT entity, key, fields AS payload FROM entities WHERE entity = ? AND json_extract(fields, ?) = ?
+            ORDER BY json_extract(fields, ?), json_extract(fields, ?), json_extract(fields, ?), key
             """, [EntityKind.chartEntry.rawValue, Self.jsonPath(ChartEntry.chart), chart, Self.jsonPath(ChartEntry.country),
                   Self.jsonPath(ChartEntry.genreID), Self.jsonPath(ChartEntry.rank)])
     }
@@ -119,14 +121,14 @@ extension SQLiteSnapshotStore {
         try wrap {
             try pool.read { db in
                 try Row.fetchAll(db, sql: """
-                    SELECT r.key, r.payload, c.before, c.after, runs.started_at AS run_started
-                    FROM changes c JOIN records r ON r.source = c.source AND r.entity = c.entity AND r.key = c.key
+                    SELECT e.key, e.fields AS payload, c.before, c.after, runs.started_at AS run_started
+                    FROM changes c JOIN entities e ON e.entity = c.entity AND e.key = c.key
                     JOIN runs ON runs.id = c.run_id
                     WHERE c.entity = ? AND c.op = 'changed' AND c.field = ?
-                      AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.source = c.source AND c2.entity = c.entity
+                      AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.entity = c.entity
                                   AND c2.key = c.key AND c2.op = 'changed' AND c2.field = c.field)
                       AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
-                    ORDER BY c.run_id DESC, r.key
+                    ORDER BY c.run_id DESC, e.key
                     """, arguments: [entity.rawValue, field]).map { row in
                     FieldDecrease(key: row["key"], payload: row["payload"], before: row["before"], after: row["after"],
                                   runStartedAt: Date(timeIntervalSince1970: row["run_started"]))
@@ -139,8 +141,8 @@ extension SQLiteSnapshotStore {
         try wrap {
             try pool.read { db in
                 try Row.fetchAll(db, sql: """
-                    SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, r.payload
-                    FROM changes c LEFT JOIN records r ON r.source = c.source AND r.entity = c.entity AND r.key = c.key
+                    SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, e.fields AS payload
+                    FROM changes c LEFT JOIN entities e ON e.entity = c.entity AND e.key = c.key
                     WHERE c.run_id = ? ORDER BY c.source, c.entity, c.key, c.field
                     """, arguments: [runID]).map { ChangeWithRecord(change: Self.changeRow($0), currentPayload: $0["payload"]) }
             }

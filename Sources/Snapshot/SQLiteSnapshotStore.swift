@@ -22,6 +22,11 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// Per source, the records a run has not seen, grouped by scope, found at
     /// its first sweep (``unseenMembers(_:runID:source:scope:seen:)``).
     let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
+    /// How each source of the run maps into the canonical model (``prepareEntities(_:)``).
+    let mappings = Mutex<[String: SourceMapping]>([:])
+    /// Whether the run is a first load (``beginBulkLoad()``): added entities
+    /// then log no values, the entities table being exactly what was added.
+    let bulkLoading = Mutex(false)
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     package convenience init(path: String) throws(StoreSyncError) {
@@ -308,13 +313,24 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                     page.rawUnchanged.map { !seenSet.insert($0).inserted })
         }
         let records = page.records
+        let mapping = mapping(for: page.source)
+        let logAddedValues = !bulkLoading.withLock { $0 }
+        // Records the diff will write are parsed and mapped before the write
+        // transaction, on every core: the single writer only writes.
+        let preStored = try wrap { try pool.read { db in try digestIndex(db, source: page.source) } }
+            .lookup(records.lazy.map(\.identity))
+        let mapped: [MappedRecord?] = ParallelChunks.map(records.count) { range in
+            range.map { position -> MappedRecord? in
+                if let stored = preStored[position], stored.hash == records[position].hash.sqliteValue { return nil }
+                return MappedRecord(records[position], mapping)
+            }
+        }.flatMap { $0 }
         let result: PageResult
         let written: [RecordIdentity: StoredDigest]
         do {
             (result, written) = try await pool.write { db in
                 var result = PageResult()
                 let index = try digestIndex(db, source: page.source)
-                let selectPayload = try db.cachedStatement(sql: "SELECT payload FROM records WHERE rowid = ?")
                 let insert = RawStatement(try db.cachedStatement(sql: """
                     INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -322,20 +338,14 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                 let update = try db.cachedStatement(sql: """
                     UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
                     """)
-                let changeStatement = RawStatement(try db.cachedStatement(sql: """
-                    INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """))
-                func logChange(_ run: Int64, _ source: String, _ entity: String, _ key: String, _ op: String,
-                               _ field: String?, _ before: String?, _ after: String?) throws {
-                    changeStatement.bind(1, run)
-                    changeStatement.bind(2, source)
-                    changeStatement.bind(3, entity)
-                    changeStatement.bind(4, key)
-                    changeStatement.bind(5, op)
-                    changeStatement.bind(6, field)
-                    changeStatement.bind(7, before)
-                    changeStatement.bind(8, after)
-                    try changeStatement.execute(db)
+                let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues)
+                var registry: FieldRegistryWriter?
+                func merge(_ record: Catalog.Record, _ position: Int) throws {
+                    let mappedRecord = mapped[position] ?? MappedRecord(record, mapping)
+                    let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
+                    try entities.upsert(sighting, key: record.key, canonical: mappedRecord.canonical)
+                    if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
+                    try registry!.note(record.entity, mappedRecord.fields, order: nil)
                 }
                 var keyList = ""
                 // Within the page, a later row with the key of an earlier one compares against what that row wrote.
@@ -365,7 +375,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                         try insert.execute(db)
                         result.recordRowsWritten += db.changesCount
                         digest.rowid = db.lastInsertedRowID
-                        try logChange(page.runID, page.source, entity, record.key, "added", nil, nil, nil)
+                        try merge(record, position)
                         written[record.identity] = digest
                         result.added += 1
                         continue
@@ -375,16 +385,11 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                         continue
                     }
                     digest.rowid = current.rowid
-                    let oldPayload = try String.fetchOne(selectPayload, arguments: [current.rowid]) ?? "{}"
                     try update.execute(arguments: [digest.hash, record.payload, page.scope, page.runID, digest.rawHash,
                                                    current.rowid])
                     result.recordRowsWritten += db.changesCount
                     written[record.identity] = digest
-                    let old = (try? JSONParser.parse(Array(oldPayload.utf8)).objectValue) ?? [:]
-                    let new = (try? record.fields()) ?? [:]
-                    for change in FieldChange.between(old, new) {
-                        try logChange(page.runID, page.source, entity, record.key, "changed", change.field, change.before, change.after)
-                    }
+                    try merge(record, position)
                     result.changed += 1
                 }
                 for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
@@ -454,5 +459,16 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                 try Self.addCounts(db, runID: runID, source: source, requests: requests, seconds: seconds)
             }
         }
+    }
+}
+
+/// A record the diff will write, parsed and mapped into the canonical model.
+struct MappedRecord: Sendable {
+    var fields: [String: JSONValue]
+    var canonical: CanonicalRecord
+
+    init(_ record: Catalog.Record, _ mapping: SourceMapping) {
+        fields = (try? record.fields()) ?? [:]
+        canonical = mapping.canonical(record.entity, fields)
     }
 }

@@ -230,6 +230,53 @@ enum Schema {
             try db.execute(sql: "DROP INDEX records_by_key")
             try db.execute(sql: keyIndex)
         }
+        migrator.registerMigration("v10: one row per entity") { db in
+            // `records` keeps what each source said (its raw payload, hash and
+            // scope: membership); `entities` holds one row per (entity, key)
+            // with the canonical fields merged over every source that lists
+            // it. `sources` lists those sightings ("source<TAB>kind<TAB>role"
+            // lines, sorted) so a removal knows, unread, whether another source
+            // still lists the entity; `parts` keeps each source's canonical
+            // fields only while more than one source sees the entity.
+            try db.execute(sql: """
+                CREATE TABLE entities (
+                    entity TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    hash INTEGER NOT NULL,
+                    sources TEXT NOT NULL,
+                    parts TEXT,
+                    added_run INTEGER NOT NULL,
+                    changed_run INTEGER NOT NULL
+                );
+                CREATE UNIQUE INDEX entities_by_key ON entities(entity, key);
+
+                -- Every wire field each source has sent, so a field seen for the
+                -- first time (or whose type changed) is reported, and a records
+                -- file's columns keep the file's own order.
+                CREATE TABLE field_registry (
+                    source TEXT NOT NULL,
+                    entity TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    first_run INTEGER NOT NULL,
+                    kind_changed_run INTEGER,
+                    previous_kind TEXT,
+                    PRIMARY KEY (source, entity, field)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+                -- The change log is the entities' from now on: looked up by entity, not by source.
+                DROP INDEX IF EXISTS changes_by_record;
+                CREATE INDEX changes_by_entity ON changes(entity, key) WHERE op = 'changed';
+                """)
+            // Entities are built from the stored payloads by each source's
+            // mapping, which only the run knows: the next run (or export) does it.
+            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records)") == true {
+                try db.execute(sql: "INSERT INTO store_meta (name, value) VALUES ('entities', 'rebuild')")
+            }
+        }
         return migrator
     }
 }

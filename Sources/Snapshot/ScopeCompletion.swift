@@ -30,10 +30,13 @@ extension SQLiteSnapshotStore {
     /// run, in one transaction, so a run killed mid-pass never counts a miss twice.
     package func sweepScope(runID: Int64, source: String, scope: String, removal policy: RemovalPolicy) throws(StoreSyncError) -> RemovalResult {
         let seenKeys = seenSnapshot(source: source)
+        let mapping = mapping(for: source)
         var removed: [RecordIdentity] = []
+        var cascaded: [(source: String, identity: RecordIdentity)] = []
         defer {
             // Only a committed pass leaves `removed` filled.
             digests(of: source)?.update(removed.map { ($0, nil) })
+            for (other, identity) in cascaded { digests(of: other)?.update([(identity, nil)]) }
         }
         do {
             return try pool.write { db in
@@ -45,18 +48,22 @@ extension SQLiteSnapshotStore {
                     return RemovalResult()
                 }
                 var gone: [RecordIdentity] = []
+                var orphans: [(source: String, identity: RecordIdentity)] = []
                 let unseen = try unseenMembers(db, runID: runID, source: source, scope: scope, seen: seenKeys)
                 let result = try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy,
-                                                  unseen: unseen, removed: &gone)
+                                                  mapping: mapping, unseen: unseen, removed: &gone, cascaded: &orphans)
                 try db.execute(sql: "UPDATE scopes SET swept_run = ? WHERE source = ? AND scope = ?", arguments: [runID, source, scope])
                 removed = gone
+                cascaded = orphans
                 return result
             }
         } catch let error as StoreSyncError {
             removed = []
+            cascaded = []
             throw error
         } catch {
             removed = []
+            cascaded = []
             throw .storage(path: path, reason: "removal pass of \(source)/\(scope): \(error)")
         }
     }
@@ -91,7 +98,8 @@ extension SQLiteSnapshotStore {
 
     static func removalPass(
         _ db: Database, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy,
-        unseen: [RecordIdentity]?, removed: inout [RecordIdentity]
+        mapping: SourceMapping, unseen: [RecordIdentity]?, removed: inout [RecordIdentity],
+        cascaded: inout [(source: String, identity: RecordIdentity)]
     ) throws -> RemovalResult {
         var result = RemovalResult()
         var members = 0
@@ -127,26 +135,55 @@ extension SQLiteSnapshotStore {
                            arguments: [source, identity.entity.rawValue, identity.key])
         }
         missed.sort()
-        let due = missed.filter { (missCounts[$0] ?? 0) + 1 >= policy.afterMisses }
-        let allowed = Int((policy.maxRatio * Double(members)).rounded(.up))
-        if due.count > allowed {
-            result.guardWarning = "\(source)/\(scope): \(due.count) of \(members) records would be removed, above maxRemovalRatio \(policy.maxRatio); nothing was removed. If the source really shrank, raise removal.maxRatio for this run."
+        let entities = try EntityWriter(db, runID: runID, logAddedValues: true)
+        func sighting(_ identity: RecordIdentity) -> Sighting {
+            Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
+        }
+        // A ranked list's sightings end the night it stops listing them: leaving
+        // a chart is churn, not evidence that anything disappeared.
+        func isRanked(_ identity: RecordIdentity) -> Bool { mapping.role(identity.entity) == .ranks }
+        func isDue(_ identity: RecordIdentity) -> Bool {
+            isRanked(identity) || (missCounts[identity] ?? 0) + 1 >= policy.afterMisses
+        }
+        if !missed.isEmpty, missed.count == members, missed.allSatisfy(isRanked) {
+            result.guardWarning = "\(source)/\(scope): the list came back empty where it held \(members) entries; nothing was removed. "
+                + "If the list really is empty now, the next complete crawl that lists something replaces it."
+        } else {
+            // The ratio guard weighs evidence of disappearance only: sightings
+            // whose entity no other source lists. An entity another source still
+            // lists is not disappearing, whatever this scope's churn.
+            var disappearing = 0
+            for identity in missed where isDue(identity) && !isRanked(identity) {
+                if try entities.wouldRemove(sighting(identity), entity: mapping.entity(of: identity.entity), key: identity.key) {
+                    disappearing += 1
+                }
+            }
+            let allowed = Int((policy.maxRatio * Double(members)).rounded(.up))
+            if disappearing > allowed {
+                result.guardWarning = "\(source)/\(scope): \(disappearing) of \(members) records would be removed, above maxRemovalRatio \(policy.maxRatio); nothing was removed. If the source really shrank, raise removal.maxRatio for this run."
+            }
         }
         for identity in missed {
             let count = (missCounts[identity] ?? 0) + 1
-            if count >= policy.afterMisses, result.guardWarning == nil {
-                let payload = try String.fetchOne(db, sql: "SELECT payload FROM records WHERE source = ? AND entity = ? AND key = ?",
-                                                  arguments: [source, identity.entity.rawValue, identity.key])
+            if isDue(identity), result.guardWarning == nil {
                 try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
                                arguments: [source, identity.entity.rawValue, identity.key])
                 result.recordRowsWritten += db.changesCount
-                try db.execute(sql: "INSERT INTO changes (run_id, source, entity, key, op, before) VALUES (?, ?, ?, ?, 'removed', ?)",
-                               arguments: [runID, source, identity.entity.rawValue, identity.key, payload])
                 try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
                                arguments: [source, identity.entity.rawValue, identity.key])
+                let leftBehind = try entities.end(sighting(identity), entity: mapping.entity(of: identity.entity), key: identity.key)
+                // Descriptions leave with their entity (a removed product's detail page).
+                for orphan in leftBehind {
+                    try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
+                                   arguments: [orphan.source, orphan.kind.rawValue, identity.key])
+                    try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                                   arguments: [orphan.source, orphan.kind.rawValue, identity.key])
+                    let orphanIdentity = RecordIdentity(entity: orphan.kind, key: identity.key)
+                    if orphan.source == source { removed.append(orphanIdentity) } else { cascaded.append((orphan.source, orphanIdentity)) }
+                }
                 result.removed += 1
                 removed.append(identity)
-            } else {
+            } else if !isRanked(identity) {
                 try db.execute(sql: """
                     INSERT INTO misses (source, entity, key, count) VALUES (?, ?, ?, ?)
                     ON CONFLICT (source, entity, key) DO UPDATE SET count = excluded.count

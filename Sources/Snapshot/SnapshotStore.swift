@@ -46,6 +46,22 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// Adds time and requests spent outside pages (e.g. a failed page) to a source's counters.
     func addSourceTime(runID: Int64, source: String, requests: Int, seconds: Double) throws(StoreSyncError)
 
+    // MARK: The entity model
+
+    /// Tells the store how each source of the run maps into the canonical
+    /// model (a source it is not told about keeps its fields as they are),
+    /// and builds the entities of a store upgraded from before the entity
+    /// model from its stored payloads. Call it after ``beginRun(job:at:simulated:night:resumeExports:)``
+    /// or before a re-export, under the run lock.
+    func prepareEntities(_ mappings: [String: SourceMapping]) throws(StoreSyncError)
+
+    /// The wire fields `source` has sent for `entity`, in the source's own
+    /// order (a records file's header order) as first seen.
+    func registeredFields(source: String, entity: EntityKind) throws(StoreSyncError) -> [RegisteredField]
+
+    /// The fields `runID` saw for the first time, or whose type it changed.
+    func schemaChanges(runID: Int64) throws(StoreSyncError) -> [SchemaChange]
+
     // MARK: Pages and scopes
 
     /// The scope's checkpoint within `runID`, or nil if this run has not touched it.

@@ -300,3 +300,43 @@ public struct ChangeWithRecord: Sendable {
     /// The record's canonical JSON now, or nil once it was removed.
     public var currentPayload: String?
 }
+
+/// A wire field a source has sent, as the store's field registry keeps it.
+public struct RegisteredField: Sendable, Equatable {
+    public var source: String
+    public var entity: EntityKind
+    public var name: String
+    /// `integer`, `real`, `text`, `date`, `boolean`, `array` or `object`: the
+    /// widest type its values have had (integer and real make real; any
+    /// other mix makes text).
+    public var kind: String
+    /// The run that first saw it.
+    public var firstRun: Int64
+
+    public init(source: String, entity: EntityKind, name: String, kind: String, firstRun: Int64) {
+        self.source = source
+        self.entity = entity
+        self.name = name
+        self.kind = kind
+        self.firstRun = firstRun
+    }
+}
+
+/// A field a run saw for the first time from a source that sent others
+/// before, or whose values changed type.
+public struct SchemaChange: Sendable, Equatable {
+    public var source: String
+    public var entity: EntityKind
+    public var field: String
+    public var kind: String
+    /// The type before, when the type changed; nil for a new field.
+    public var previousKind: String?
+
+    /// One line for the run report.
+    public var description: String {
+        if let previousKind {
+            return "\(source): field \(field) of \(entity.rawValue) changed type from \(previousKind) to \(kind)"
+        }
+        return "\(source): new field \(field) (\(kind)) in \(entity.rawValue); kept in the raw payload"
+    }
+}

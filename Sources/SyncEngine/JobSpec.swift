@@ -35,3 +35,13 @@ public struct JobSpec: Sendable, Equatable {
     }
 }
 
+
+extension JobSpec {
+    /// How each source maps into the canonical model, for the store.
+    public var sourceMappings: [String: SourceMapping] {
+        Dictionary(uniqueKeysWithValues: sources.map { source in
+            let kind = source.settings
+            return (source.name, SourceMapping(canonical: { kind.canonical($0, $1) }, role: { kind.role(of: $0) }))
+        })
+    }
+}

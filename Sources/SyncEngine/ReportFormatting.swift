@@ -38,6 +38,7 @@ extension RunReport {
         }
         lines += Self.exportLines(exports)
         for warning in warnings { lines.append("warning: \(warning)") }
+        for notice in notices { lines.append("note: \(notice)") }
         for error in errors { lines.append("error: \(error)") }
         return lines.joined(separator: "\n")
     }

@@ -36,6 +36,9 @@ public struct RunReport: Sendable {
     public var exports: [ExportedFile]
     public var warnings: [String]
     public var errors: [String]
+    /// What the run noticed that needs no action: fields a source sent for
+    /// the first time, or whose type changed (kept in the raw payload).
+    public var notices: [String] = []
     public var seconds: Double
     /// A dry run worked on a throwaway copy of the store and wrote no file.
     public var dryRun: Bool = false
@@ -106,6 +109,7 @@ public struct Runner: Sendable {
         let started = clock.now()
         let run = try store.beginRun(job: job.name, at: environment.now(), simulated: environment.services.hasNights, night: options.night,
                                      resumeExports: writeExports)
+        try store.prepareEntities(job.sourceMappings)
         var phase: CrawlPhase
         if run.exportOnly {
             logger.notice("run \(run.id) was stopped while exporting; its crawl is complete, so only the exports are written again")
@@ -168,10 +172,12 @@ public struct Runner: Sendable {
         for index in phase.sources.indices {
             phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
         }
-        return RunReport(
+        var report = RunReport(
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
             sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: phase.warnings, errors: errors,
             seconds: clock.now() - started)
+        report.notices = try store.schemaChanges(runID: run.id).map(\.description)
+        return report
     }
 
     /// The crawl of a run that finished crawling earlier, as the store recorded it.

@@ -1,0 +1,244 @@
+import Catalog
+import Foundation
+import GRDB
+
+/// One source's sighting of an entity, as the entity's row lists it: which
+/// source, which of its record kinds (a detail page's `listing-detail` is
+/// its listing's sighting too) and how the sighting counts.
+struct Sighting: Hashable, Sendable {
+    var source: String
+    var kind: EntityKind
+    var role: RecordRole
+
+    /// Names the sighting's part in ``EntityRow/parts``.
+    var partKey: String { "\(source)\t\(kind.rawValue)" }
+
+    /// Whether it keeps the entity alive: a source that only describes
+    /// entities others list never does.
+    var keepsAlive: Bool { role != .describes }
+
+    /// Which part wins a field when sources disagree: a list the entity is
+    /// in, then a ranked list, then a description (a detail page fills what
+    /// the list lacks, but never overrides its fresher price); ties by name.
+    var authority: Int {
+        switch role {
+        case .lists: 3
+        case .ranks: 2
+        case .describes: 1
+        }
+    }
+
+    static func decode(_ text: String) -> [Sighting] {
+        text.split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard parts.count == 3, let kind = EntityKind(rawValue: String(parts[1])),
+                  let role = RecordRole(rawValue: String(parts[2])) else { return nil }
+            return Sighting(source: String(parts[0]), kind: kind, role: role)
+        }
+    }
+
+    static func encode(_ sightings: [Sighting]) -> String {
+        sightings.map { "\($0.source)\t\($0.kind.rawValue)\t\($0.role.rawValue)" }.sorted().joined(separator: "\n")
+    }
+}
+
+/// One entity's stored row.
+struct EntityRow {
+    var rowid: Int64
+    var fieldsText: String
+    var hash: Int64
+    var sightings: [Sighting]
+    var partsText: String?
+
+    var fields: [String: JSONValue] { (try? JSONParser.parse(Array(fieldsText.utf8)).objectValue) ?? [:] }
+
+    /// Each sighting's canonical fields. A row seen by one source keeps no
+    /// parts: its fields are that source's.
+    var parts: [String: [String: JSONValue]] {
+        if let partsText, case .object(let members)? = try? JSONParser.parse(Array(partsText.utf8)) {
+            return members.compactMapValues(\.objectValue)
+        }
+        guard let only = sightings.first else { return [:] }
+        return [only.partKey: fields]
+    }
+}
+
+/// Writes the entity layer within a store transaction: one row per entity,
+/// its canonical fields merged over its sightings, and the change log in
+/// canonical field names.
+///
+/// The change log is the entities': a source whose sighting changed only
+/// in a field outside the canonical model rewrites its raw payload (counted
+/// for that source) but logs nothing, and a sighting that ends while another
+/// source still lists the entity logs only what the merge lost.
+struct EntityWriter {
+    let db: Database
+    let runID: Int64
+    /// Added entities carry their fields in the log (`after`), except in a
+    /// first load, where the entities table itself is what was added.
+    let logAddedValues: Bool
+    private let select: Statement
+    private let insert: RawStatement
+    private let update: Statement
+    private let logStatement: RawStatement
+
+    init(_ db: Database, runID: Int64, logAddedValues: Bool) throws {
+        self.db = db
+        self.runID = runID
+        self.logAddedValues = logAddedValues
+        select = try db.cachedStatement(sql: "SELECT rowid, fields, hash, sources, parts FROM entities WHERE entity = ? AND key = ?")
+        insert = RawStatement(try db.cachedStatement(sql: """
+            INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
+            """))
+        update = try db.cachedStatement(sql: "UPDATE entities SET fields = ?, hash = ?, sources = ?, parts = ?, changed_run = ? WHERE rowid = ?")
+        logStatement = RawStatement(try db.cachedStatement(sql: """
+            INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """))
+    }
+
+    func row(_ entity: EntityKind, _ key: String) throws -> EntityRow? {
+        guard let row = try Row.fetchOne(select, arguments: [entity.rawValue, key]) else { return nil }
+        return EntityRow(rowid: row[0], fieldsText: row[1], hash: row[2], sightings: Sighting.decode(row[3]), partsText: row[4])
+    }
+
+    func log(_ source: String, _ entity: EntityKind, _ key: String, _ op: String,
+             field: String? = nil, before: String? = nil, after: String? = nil) throws {
+        logStatement.bind(1, runID)
+        logStatement.bind(2, source)
+        logStatement.bind(3, entity.rawValue)
+        logStatement.bind(4, key)
+        logStatement.bind(5, op)
+        logStatement.bind(6, field)
+        logStatement.bind(7, before)
+        logStatement.bind(8, after)
+        try logStatement.execute(db)
+    }
+
+    /// A sighting was added or its record changed: merge its canonical fields in.
+    /// `addedRun` is the run that first saw it (an upgrade rebuilding entities
+    /// passes the record's own); `log` is false only for that rebuild.
+    func upsert(_ sighting: Sighting, key: String, canonical: CanonicalRecord,
+                addedRun: Int64? = nil, log: Bool = true) throws {
+        let entity = canonical.entity
+        guard let row = try row(entity, key) else {
+            let bytes = CanonicalJSON.encodeObject(canonical.fields)
+            let text = String(decoding: bytes, as: UTF8.self)
+            insert.bind(1, entity.rawValue)
+            insert.bind(2, key)
+            insert.bind(3, text)
+            insert.bind(4, ContentHash(bytes: bytes).sqliteValue)
+            insert.bind(5, Sighting.encode([sighting]))
+            insert.bind(6, addedRun ?? runID)
+            insert.bind(7, addedRun ?? runID)
+            try insert.execute(db)
+            if log { try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil) }
+            return
+        }
+        var sightings = row.sightings.filter { $0.partKey != sighting.partKey }
+        sightings.append(sighting)
+        var parts = row.parts
+        parts[sighting.partKey] = canonical.fields
+        try rewrite(row, entity: entity, key: key, sightings: sightings, parts: parts, cause: sighting.source, log: log)
+    }
+
+    /// A sighting ended (its source removed the record). Returns the
+    /// sightings left behind when the entity is gone with it: descriptions
+    /// that must leave with their entity.
+    func end(_ sighting: Sighting, entity: EntityKind, key: String) throws -> [Sighting] {
+        guard let row = try row(entity, key) else { return [] }
+        let sightings = row.sightings.filter { $0.partKey != sighting.partKey }
+        guard sightings.contains(where: \.keepsAlive) else {
+            try db.execute(sql: "DELETE FROM entities WHERE rowid = ?", arguments: [row.rowid])
+            try log(sighting.source, entity, key, "removed", before: row.fieldsText)
+            return sightings
+        }
+        var parts = row.parts
+        parts[sighting.partKey] = nil
+        try rewrite(row, entity: entity, key: key, sightings: sightings, parts: parts, cause: sighting.source, log: true)
+        return []
+    }
+
+    /// Whether ending `sighting` would remove its entity: no other source lists it.
+    func wouldRemove(_ sighting: Sighting, entity: EntityKind, key: String) throws -> Bool {
+        guard let row = try row(entity, key) else { return false }
+        return !row.sightings.contains { $0.partKey != sighting.partKey && $0.keepsAlive }
+    }
+
+    private func rewrite(_ row: EntityRow, entity: EntityKind, key: String, sightings: [Sighting],
+                         parts: [String: [String: JSONValue]], cause: String, log: Bool) throws {
+        let merged = Self.merge(sightings: sightings, parts: parts)
+        let bytes = CanonicalJSON.encodeObject(merged)
+        let hash = ContentHash(bytes: bytes).sqliteValue
+        let sourcesText = Sighting.encode(sightings)
+        var partsText: String?
+        if sightings.count > 1 {
+            let object = JSONValue.object(parts.filter { key, _ in sightings.contains { $0.partKey == key } }.mapValues(JSONValue.object))
+            partsText = String(decoding: CanonicalJSON.encode(object), as: UTF8.self)
+        }
+        if hash == row.hash {
+            guard sourcesText != Sighting.encode(row.sightings) || partsText != row.partsText else { return }
+            // Who sees it changed, not what it is: `changed_run` stays.
+            try db.execute(sql: "UPDATE entities SET sources = ?, parts = ? WHERE rowid = ?",
+                           arguments: [sourcesText, partsText, row.rowid])
+            return
+        }
+        try update.execute(arguments: [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, runID, row.rowid])
+        guard log else { return }
+        for change in FieldChange.between(row.fields, merged) {
+            try self.log(cause, entity, key, "changed", field: change.field, before: change.before, after: change.after)
+        }
+    }
+
+    /// The entity's fields: each field from the most authoritative sighting that has it.
+    static func merge(sightings: [Sighting], parts: [String: [String: JSONValue]]) -> [String: JSONValue] {
+        if sightings.count == 1, let only = parts[sightings[0].partKey] { return only }
+        let ordered = sightings.sorted { ($0.authority, $1.partKey) > ($1.authority, $0.partKey) }
+        var merged: [String: JSONValue] = [:]
+        for sighting in ordered {
+            for (field, value) in parts[sighting.partKey] ?? [:] where merged[field] == nil && value != .null {
+                merged[field] = value
+            }
+        }
+        return merged
+    }
+}
+
+extension SQLiteSnapshotStore {
+    /// The mapping of `source`; a source the run did not name keeps its fields.
+    func mapping(for source: String) -> SourceMapping {
+        mappings.withLock { $0[source] } ?? .identity
+    }
+
+    package func prepareEntities(_ mappings: [String: SourceMapping]) throws(StoreSyncError) {
+        self.mappings.withLock { $0 = mappings }
+        try wrap {
+            try pool.write { db in
+                guard try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE name = 'entities'") == "rebuild" else { return }
+                try rebuildEntities(db)
+                try db.execute(sql: "DELETE FROM store_meta WHERE name = 'entities'")
+            }
+        }
+    }
+
+    /// Builds `entities` and the field registry from every stored payload, in
+    /// one transaction (a store written before the entity model). The change
+    /// log keeps its history as it was written; nothing is logged for this.
+    private func rebuildEntities(_ db: Database) throws {
+        let lastRun = try Int64.fetchOne(db, sql: "SELECT max(id) FROM runs") ?? 0
+        let firstRun = try Int64.fetchOne(db, sql: "SELECT min(id) FROM runs") ?? 0
+        let writer = try EntityWriter(db, runID: lastRun, logAddedValues: false)
+        var registries: [String: FieldRegistryWriter] = [:]
+        let rows = try Row.fetchCursor(db, sql: "SELECT source, entity, key, payload, added_run FROM records ORDER BY rowid")
+        while let row = try rows.next() {
+            let source: String = row[0]
+            guard let kind = EntityKind(rawValue: row[1]) else { continue }
+            let payload: String = row[3]
+            let fields = (try? JSONParser.parse(Array(payload.utf8)).objectValue) ?? [:]
+            let mapping = mapping(for: source)
+            let sighting = Sighting(source: source, kind: kind, role: mapping.role(kind))
+            try writer.upsert(sighting, key: row[2], canonical: mapping.canonical(kind, fields), addedRun: row[4], log: false)
+            if registries[source] == nil { registries[source] = try FieldRegistryWriter(db, source: source, runID: firstRun) }
+            try registries[source]!.note(kind, fields, order: nil)
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Catalog
+import Foundation
+import GRDB
+
+/// Keeps `field_registry` in step with what a source sends, within a page's
+/// transaction: a field never seen from this source before is added (at the
+/// next position, in the source's own column order where it gives one), and
+/// a field whose values changed type is widened and marked, so the run report
+/// can say both the night it happens.
+struct FieldRegistryWriter {
+    private struct Known {
+        var kind: String
+    }
+
+    private let db: Database
+    private let source: String
+    private let runID: Int64
+    private var known: [String: [String: Known]] = [:]
+    private var nextPosition: [String: Int] = [:]
+
+    init(_ db: Database, source: String, runID: Int64) throws {
+        self.db = db
+        self.source = source
+        self.runID = runID
+        for row in try Row.fetchAll(db, sql: "SELECT entity, field, kind, position FROM field_registry WHERE source = ?",
+                                    arguments: [source]) {
+            let entity: String = row[0]
+            known[entity, default: [:]][row[1]] = Known(kind: row[2])
+            nextPosition[entity] = max(nextPosition[entity] ?? 0, (row[3] as Int) + 1)
+        }
+    }
+
+    /// The registry's name for the type of `value` (nil for null: it says nothing about the type).
+    static func kind(of value: JSONValue) -> String? {
+        switch value {
+        case .null: nil
+        case .bool: "boolean"
+        case .int: "integer"
+        case .double: "real"
+        case .string(let text): looksLikeDate(text) ? "date" : "text"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+
+    /// An ISO 8601 date or date-time (`2024-05-01`, `2024-05-01T12:00:00Z`).
+    static func looksLikeDate(_ text: String) -> Bool {
+        let bytes = Array(text.utf8.prefix(11))
+        guard bytes.count >= 10 else { return false }
+        let digits = [0, 1, 2, 3, 5, 6, 8, 9]
+        guard digits.allSatisfy({ bytes[$0] >= 48 && bytes[$0] <= 57 }), bytes[4] == 45, bytes[7] == 45 else { return false }
+        return bytes.count == 10 ? text.utf8.count == 10 : (bytes[10] == 84 || bytes[10] == 32)
+    }
+
+    /// The type a column holding both kinds has.
+    static func widened(_ a: String, _ b: String) -> String {
+        if a == b { return a }
+        let numbers: Set = ["integer", "real"]
+        if numbers.contains(a), numbers.contains(b) { return "real" }
+        return "text"
+    }
+
+    /// Notes the fields of one record, in `order` where the source gives its own.
+    mutating func note(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) throws {
+        let name = entity.rawValue
+        let names = order.map { $0 + fields.keys.filter { !Set(order ?? []).contains($0) }.sorted() }
+            ?? fields.keys.sorted()
+        for field in names {
+            guard let value = fields[field] else { continue }
+            let kind = Self.kind(of: value)
+            if let seen = known[name]?[field] {
+                guard let kind, kind != seen.kind, Self.widened(seen.kind, kind) != seen.kind else { continue }
+                let wider = Self.widened(seen.kind, kind)
+                try db.execute(sql: """
+                    UPDATE field_registry SET kind = ?, previous_kind = ?, kind_changed_run = ? WHERE source = ? AND entity = ? AND field = ?
+                    """, arguments: [wider, seen.kind, runID, source, name, field])
+                known[name]?[field] = Known(kind: wider)
+                continue
+            }
+            let position = nextPosition[name] ?? 0
+            nextPosition[name] = position + 1
+            try db.execute(sql: """
+                INSERT INTO field_registry (source, entity, field, kind, position, first_run) VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [source, name, field, kind ?? "text", position, runID])
+            known[name, default: [:]][field] = Known(kind: kind ?? "text")
+        }
+    }
+}
+
+extension SQLiteSnapshotStore {
+    package func registeredFields(source: String, entity: EntityKind) throws(StoreSyncError) -> [RegisteredField] {
+        try wrap {
+            try pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT field, kind, first_run FROM field_registry WHERE source = ? AND entity = ? ORDER BY position
+                    """, arguments: [source, entity.rawValue]).map {
+                    RegisteredField(source: source, entity: entity, name: $0[0], kind: $0[1], firstRun: $0[2])
+                }
+            }
+        }
+    }
+
+    package func schemaChanges(runID: Int64) throws(StoreSyncError) -> [SchemaChange] {
+        try wrap {
+            try pool.read { db in
+                // A source's first night registers every field: that is its baseline, not news.
+                try Row.fetchAll(db, sql: """
+                    SELECT f.source, f.entity, f.field, f.kind, f.previous_kind, f.first_run FROM field_registry f
+                    WHERE (f.first_run = ? AND EXISTS (SELECT 1 FROM field_registry o WHERE o.source = f.source AND o.first_run < ?))
+                       OR f.kind_changed_run = ?
+                    ORDER BY f.source, f.entity, f.position
+                    """, arguments: [runID, runID, runID]).compactMap { row in
+                    guard let entity = EntityKind(rawValue: row[1]) else { return nil }
+                    let isNew = (row[5] as Int64) == runID
+                    return SchemaChange(source: row[0], entity: entity, field: row[2], kind: row[3],
+                                        previousKind: isNew ? nil : row[4])
+                }
+            }
+        }
+    }
+}
