@@ -332,6 +332,14 @@ public struct SchemaChange: Sendable, Equatable {
     /// The type before, when the type changed; nil for a new field.
     public var previousKind: String?
 
+    public init(source: String, entity: EntityKind, field: String, kind: String, previousKind: String?) {
+        self.source = source
+        self.entity = entity
+        self.field = field
+        self.kind = kind
+        self.previousKind = previousKind
+    }
+
     /// One line for the run report.
     public var description: String {
         if let previousKind {
