@@ -139,7 +139,8 @@ public enum CanonicalSchema {
              .init("name", .text, "the item's name as the chart gives it"),
              .init("artist", .text, "the item's artist as the chart gives it"),
              .init("artwork_url", .text, "the item's artwork as the chart gives it"),
-             .init("link", .text, "the item's page")]
+             .init("link", .text, "the item's page"),
+             .init("release_date", .text, "the item's release date as the chart gives it")]
         case .listing, .listingDetail:
             [.init("name", .text, "product name"),
              .init("vendor_id", .integer, "the seller's id"),

@@ -1,4 +1,4 @@
-/// The shape of a `chart-entry` record: one rank of one chart on one night.
+/// The shape of a `chart-entry` record: one item's place in one chart on one night.
 ///
 /// Exports (chart views, "top" feeds) read these fields, and chart
 /// connectors produce them, so both sides name them from here.
@@ -22,9 +22,11 @@ package enum ChartEntry {
     package static let link = "link"
     package static let releaseDate = "releaseDate"
 
-    /// The record key: chart, country, genre and rank identify a slot; the
-    /// item in the slot is content, so a chart move is a change of that slot.
-    package static func key(chart: String, country: String, genreID: String, rank: Int) -> String {
-        "\(chart)|\(country)|\(genreID)|\(rank)"
+    /// The record key: chart, country, genre and the charted item identify an
+    /// entry; its rank is a field. So an item moving from rank 3 to 1 is a
+    /// change of its `rank`, an item entering the chart an added entry and one
+    /// leaving it a removed entry, whatever happens to the items around it.
+    package static func key(chart: String, country: String, genreID: String, itemEntity: String, itemKey: String) -> String {
+        "\(chart)|\(country)|\(genreID)|\(itemEntity)|\(itemKey)"
     }
 }

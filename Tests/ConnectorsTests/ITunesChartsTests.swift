@@ -108,12 +108,14 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
         #expect(decoded.rowCount == 100)
         #expect(decoded.skipped.isEmpty)
         #expect(decoded.hasNext == false)
-        let slots = decoded.items.filter { $0.entity == .chartEntry }
+        let entries = decoded.items.filter { $0.entity == .chartEntry }
         let podcasts = decoded.items.filter { $0.entity == .podcast }
-        #expect(slots.count == 100 && podcasts.count == 100)
-        #expect(Set(slots.map(\.key)) == Set((1...100).map { "toppodcasts|us|1310|\($0)" }))
+        #expect(entries.count == 100 && podcasts.count == 100)
+        // Entries are keyed by item; the rank is a field, 1…100 in feed order.
+        #expect(entries.map(\.key) == podcasts.map { "toppodcasts|us|1310|podcast|\($0.key)" })
+        #expect(entries.map { fields($0)[ChartEntry.rank] } == (1...100).map { .int(Int64($0)) })
 
-        let first = fields(slots.first { $0.key == "toppodcasts|us|1310|1" })
+        let first = fields(entries.first { $0.key == "toppodcasts|us|1310|podcast|1535809341" })
         #expect(first[ChartEntry.chart] == .string("toppodcasts"))
         #expect(first[ChartEntry.country] == .string("us"))
         #expect(first[ChartEntry.genreID] == .string("1310"))
@@ -150,7 +152,8 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
         #expect(decoded.rowCount == 100 && decoded.skipped.isEmpty)
         let albums = decoded.items.filter { $0.entity == .album }
         #expect(albums.count == 100)
-        let slot = fields(decoded.items.first { $0.key == "music/most-played/albums|us||1" })
+        let slot = fields(decoded.items.first { $0.key == "music/most-played/albums|us||album|1787022393" })
+        #expect(slot[ChartEntry.rank] == .int(1))
         #expect(slot[ChartEntry.itemKey] == .string("1787022393"))
         #expect(slot[ChartEntry.itemEntity] == .string("album"))
         #expect(slot[ChartEntry.genreID] == .string(""))
@@ -177,7 +180,8 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
         #expect(decoded.rowCount == 10 && decoded.skipped.isEmpty)
         let albums = decoded.items.filter { $0.entity == .album }
         #expect(albums.count == 10)
-        let slot = fields(decoded.items.first { $0.key == "topalbums|us||1" })
+        let slot = fields(decoded.items.first { $0.key == "topalbums|us||album|647928068" })
+        #expect(slot[ChartEntry.rank] == .int(1))
         #expect(slot[ChartEntry.itemKey] == .string("647928068"))
         #expect(slot[ChartEntry.name] == .string("The Gifted"))
         #expect(slot[ChartEntry.artistName] == .string("Wale"))
@@ -202,7 +206,7 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
         let single = #"{"feed":{"entry":{"im:name":{"label":"Solo"},"id":{"label":"https://x/id42?uo=2","attributes":{"im:id":"42"}}}}}"#
         let one = try ITunesCharts.decodeLegacyJSON(page(single), context: context)
         #expect(one.rowCount == 1)
-        #expect(one.items.map(\.key) == ["toppodcasts|us||1", "42"])
+        #expect(one.items.map(\.key) == ["toppodcasts|us||podcast|42", "42"])
 
         for empty in [#"{"feed":{"author":{"name":{"label":"iTunes Store"}}}}"#, #"{"feed":{"entry":null}}"#,
                       #"{"feed":{"entry":[]}}"#] {
@@ -235,16 +239,50 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
         let decoded = try ITunesCharts.decodeLegacyJSON(page(body, url: "https://itunes.apple.com/us/rss/toppodcasts/json"),
                                                         context: context)
         #expect(decoded.rowCount == 3)
-        #expect(decoded.items.map(\.key) == ["toppodcasts|us||3", "3"])
+        #expect(decoded.items.map(\.key) == ["toppodcasts|us||podcast|3", "3"])
+        #expect(fields(decoded.items.first)[ChartEntry.rank] == .int(3))
         #expect(decoded.skipped.count == 2)
         #expect(decoded.skipped.first?.contains("https://itunes.apple.com/us/rss/toppodcasts/json at $.feed.entry[0]") == true)
     }
 
-    @Test func otherCountriesChartsRecordSlotsOnly() throws {
+    /// Entries are keyed by item: between two nights an item that moved keeps
+    /// its key with a new rank, one that entered is a new key, one that left a
+    /// key no longer there; the entries around them are untouched.
+    @Test func aMoveIsARankChangeAndEnteringOrLeavingIsAnotherKey() throws {
+        func chart(_ ids: [Int]) throws -> [String: JSONValue] {
+            let entries = ids.map { #"{"id":{"attributes":{"im:id":"\#($0)"}},"im:name":{"label":"Show \#($0)"}}"# }
+            let decoded = try ITunesCharts.decodeLegacyJSON(page(#"{"feed":{"entry":["# + entries.joined(separator: ",") + "]}}"),
+                                                            context: context)
+            var ranks: [String: JSONValue] = [:]
+            for entry in decoded.items where entry.entity == .chartEntry { ranks[entry.key] = fields(entry)[ChartEntry.rank] }
+            return ranks
+        }
+        let before = try chart([10, 20, 30, 40])
+        let after = try chart([30, 10, 20, 50])
+        let key = { (id: Int) in "toppodcasts|us||podcast|\(id)" }
+        #expect(before[key(30)] == .int(3) && after[key(30)] == .int(1), "moved from 3 to 1: one key, rank changed")
+        #expect(before[key(10)] == .int(1) && after[key(10)] == .int(2))
+        #expect(before[key(50)] == nil && after[key(50)] == .int(4), "entered")
+        #expect(before[key(40)] == .int(4) && after[key(40)] == nil, "left")
+    }
+
+    @Test func anItemListedTwiceKeepsItsFirstRank() throws {
+        let body = #"{"feed":{"entry":[{"id":{"attributes":{"im:id":"5"}}},{"id":{"attributes":{"im:id":"6"}}},{"id":{"attributes":{"im:id":"5"}}}]}}"#
+        let decoded = try ITunesCharts.decodeLegacyJSON(page(body, url: "https://itunes.apple.com/us/rss/toppodcasts/json"),
+                                                        context: context)
+        let entries = decoded.items.filter { $0.entity == .chartEntry }
+        #expect(entries.map(\.key) == ["toppodcasts|us||podcast|5", "toppodcasts|us||podcast|6"])
+        #expect(entries.map { fields($0)[ChartEntry.rank] } == [.int(1), .int(2)])
+        #expect(decoded.items.filter { $0.entity == .podcast }.map(\.key) == ["5", "6"])
+        #expect(decoded.skipped == ["https://itunes.apple.com/us/rss/toppodcasts/json at $.feed.entry[2]: podcast 5 already ranked 1 in this chart"])
+        #expect(decoded.rowCount == 3)
+    }
+
+    @Test func otherCountriesChartsRecordEntriesOnly() throws {
         let body = #"{"feed":{"entry":[{"id":{"attributes":{"im:id":"1"}}},{"id":{"attributes":{"im:id":"2"}}}]}}"#
         let gb = ChartContext(chart: "toppodcasts", country: "GB", genreID: "1301", defaultEntity: .podcast, emitsItems: false)
         let decoded = try ITunesCharts.decodeLegacyJSON(page(body), context: gb)
-        #expect(decoded.items.map(\.key) == ["toppodcasts|gb|1301|1", "toppodcasts|gb|1301|2"])
+        #expect(decoded.items.map(\.key) == ["toppodcasts|gb|1301|podcast|1", "toppodcasts|gb|1301|podcast|2"])
     }
 
     @Test func malformedChartsNameTheURLAndPlace() {
@@ -344,6 +382,13 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
         let slots = crawled.records(.chartEntry).map(fields)
         #expect(slots.compactMap { $0[ChartEntry.rank]?.intValue } == (0..<truth.count).map { Int64($0 + 1) },
                 "\(label)", sourceLocation: sourceLocation)
+        // Keyed by chart, country, genre and item: the rank is not in the key.
+        let keys = zip(crawled.records(.chartEntry), slots).map { record, entry in
+            (record.key, [entry[ChartEntry.chart], entry[ChartEntry.country], entry[ChartEntry.genreID],
+                          entry[ChartEntry.itemEntity], entry[ChartEntry.itemKey]].compactMap { $0?.stringValue }
+                .joined(separator: "|"))
+        }
+        #expect(keys.allSatisfy { $0.0 == $0.1 }, "\(label)", sourceLocation: sourceLocation)
         #expect(slots.compactMap { $0[ChartEntry.itemKey]?.stringValue } == truth, "\(label)", sourceLocation: sourceLocation)
         let items = crawled.records.filter { $0.entity != .chartEntry }
         #expect(Set(items.map(\.key)) == (emitsItems ? Set(truth) : []), "\(label)", sourceLocation: sourceLocation)

@@ -22,7 +22,8 @@ import TestSupport
             ])
         }
         func entry(_ rank: Int, _ item: Int, _ name: String) -> Catalog.Record {
-            Catalog.Record(entity: .chartEntry, key: ChartEntry.key(chart: "toppodcasts", country: "us", genreID: "1310", rank: rank), fields: [
+            Catalog.Record(entity: .chartEntry, key: ChartEntry.key(chart: "toppodcasts", country: "us", genreID: "1310",
+                                                                           itemEntity: "podcast", itemKey: String(item)), fields: [
                 ChartEntry.chart: .string("toppodcasts"), ChartEntry.country: .string("us"), ChartEntry.genreID: .string("1310"),
                 ChartEntry.genreName: .string("Music"), ChartEntry.rank: .int(Int64(rank)), ChartEntry.itemEntity: .string("podcast"),
                 ChartEntry.itemKey: .string(String(item)), ChartEntry.name: .string(name),

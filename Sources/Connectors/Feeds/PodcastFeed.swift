@@ -286,3 +286,30 @@ private struct Episode {
         return fields
     }
 }
+
+extension PodcastFeedSettings {
+    /// A feed item's fields (Lookup's names where it has one, the feed's own
+    /// otherwise; see ``PodcastFeed``) in the episode's canonical names.
+    public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
+        guard entity == .episode else { return CanonicalRecord(entity: entity, fields: [:]) }
+        var c = CanonicalFields(wire)
+        c.text("name", from: "trackName")
+        c.text("podcast", from: "collectionName")
+        c.text("podcast_id", from: "collectionId")
+        c.date("release_date", from: "releaseDate")
+        c.integer("duration_ms", from: "trackTimeMillis")
+        c.text("enclosure_url", from: "episodeUrl")
+        c.text("description", from: "description")
+        c.text("guid", from: "guid")
+        c.integer("enclosure_length", from: "enclosureLength")
+        c.text("enclosure_type", from: "enclosureType")
+        c.text("link", from: "link")
+        c.integer("episode_number", from: "itunesEpisode")
+        c.integer("season", from: "itunesSeason")
+        // Feeds write `Full` as often as `full`: the vocabulary is lower case.
+        c.set("episode_type", c.first(["itunesEpisodeType"])?.stringValue.map { .string($0.lowercased()) })
+        c.explicit("explicit", from: "itunesExplicit")
+        c.text("image_url", from: "itunesImage")
+        return CanonicalRecord(entity: .episode, fields: c.fields)
+    }
+}

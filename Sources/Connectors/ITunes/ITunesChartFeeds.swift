@@ -11,7 +11,7 @@ extension ITunesCharts {
     /// as an object and an empty chart sends no `entry`: both are accepted.
     ///
     /// Ranks are positions in the feed, counted over every entry, so an entry
-    /// skipped for lack of an id does not shift the slots after it.
+    /// skipped for lack of an id does not shift the ranks after it.
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` naming the URL and JSON path.
     package static func decodeLegacyJSON(_ response: HTTPResponse, context: ChartContext) throws(StoreSyncError)
         -> DecodedPage<Record> {
@@ -47,14 +47,15 @@ extension ITunesCharts {
 
     static func legacyPage(_ entries: [JSONValue], url: String, path: (Int) -> String, context: ChartContext)
         -> DecodedPage<Record> {
-        var records: [Record] = []
+        var items: [(position: Int, item: ChartedItem)] = []
         var skipped: [String] = []
         for (position, entry) in entries.enumerated() {
             switch legacyItem(entry, context: context) {
-            case .success(let item): records += self.records(for: item, rank: position + 1, context: context)
+            case .success(let item): items.append((position, item))
             case .failure(let reason): skipped.append("\(url) at \(path(position)): \(reason)")
             }
         }
+        let records = rankedRecords(items, context: context, skipped: &skipped, where: { "\(url) at \(path($0))" })
         return DecodedPage(items: records, rowCount: entries.count, hasNext: false, skipped: skipped)
     }
 
@@ -141,18 +142,20 @@ extension ITunesCharts {
             throw .malformedPage(url: url, reason: "at $.feed: expected the chart's feed object")
         }
         // Unlike the legacy feeds, v2 always sends `results` (empty when the chart
-        // is): without it the answer says nothing about the chart's slots.
+        // is): without it the answer says nothing about the chart's entries.
         guard let results = feed["results"]?.arrayValue else {
             throw .malformedPage(url: url, reason: "at $.feed.results: expected an array")
         }
-        var records: [Record] = []
+        var items: [(position: Int, item: ChartedItem)] = []
         var skipped: [String] = []
         for (position, row) in results.enumerated() {
             switch v2Item(row, context: context) {
-            case .success(let item): records += self.records(for: item, rank: position + 1, context: context)
+            case .success(let item): items.append((position, item))
             case .failure(let reason): skipped.append("\(url) at $.feed.results[\(position)]: \(reason)")
             }
         }
+        let records = rankedRecords(items, context: context, skipped: &skipped,
+                                    where: { "\(url) at $.feed.results[\($0)]" })
         return DecodedPage(items: records, rowCount: results.count, hasNext: false, skipped: skipped)
     }
 

@@ -87,22 +87,35 @@ extension ITunesChartsSettings: SourceKind {
     public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
         ITunesCharts.scopes(settings: self, baseURL: baseURL, genres: inputs)
     }
+
+    /// Chart entries map to the chart-entry fields; charted items, written in
+    /// Search's field names, map as Search rows do.
+    public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
+        entity == .chartEntry ? ITunesCharts.canonicalEntry(wire) : ITunesCanonical.item(entity, wire)
+    }
+
+    /// A chart ranks everything it emits, its entries and the items they chart.
+    public func role(of entity: EntityKind) -> RecordRole { .ranks }
 }
 
 /// Top charts: the legacy iTunes RSS feeds (`/{cc}/rss/{chart}/limit={n}[/genre={id}]/json`)
 /// and the marketing-tools RSS v2 feeds (`/api/v2/{cc}/{media}/{chart}/{n}/{type}.json`).
 ///
 /// Every chart × country × genre is one single-page, sweeping scope. Each
-/// entry becomes two records: a `chart-entry` (the slot, fields named by
-/// ``ChartEntry``) and the charted item itself, keyed by its iTunes id with
-/// Search-style field names (`trackName`/`collectionName`, `artistName`,
-/// `primaryGenreName`, `releaseDate`, …) so the exports' item columns fill.
+/// entry becomes two records: a `chart-entry` (keyed by chart and item, its
+/// rank a field; fields named by ``ChartEntry``) and the charted item itself,
+/// keyed by its iTunes id with Search-style field names (`trackName`/
+/// `collectionName`, `artistName`, `primaryGenreName`, `releaseDate`, …) so
+/// it maps into the canonical model as Search and Lookup rows do.
+///
+/// A charts source *ranks* what it lists (``RecordRole/ranks``): an item
+/// leaving a chart is list churn, not evidence that it is gone.
 ///
 /// Item records come only from the charts of the first country listed: the
 /// same item is described per storefront (its link, price and sometimes its
 /// name differ), and two descriptions of one record in one run would read as
-/// a change every night. Other countries' charts still record every slot, and
-/// a slot carries the name, artist, artwork and link it needs on its own.
+/// a change every night. Other countries' charts still record every entry, and
+/// an entry carries the name, artist, artwork and link it needs on its own.
 package enum ITunesCharts {
     /// What a chart scope knows about its chart; stamped on every entry.
     package struct ChartContext: Sendable, Equatable {
@@ -163,7 +176,7 @@ package enum ITunesCharts {
                             id: "chart:\(chart):\(country):\(genre?.id ?? "all")",
                             pagination: SinglePage.pagination,
                             pageURL: { _ in url },
-                            // A complete chart lists every slot: a slot it no longer has is gone.
+                            // A complete chart lists every entry: an item it no longer has left it.
                             sweeps: true,
                             decode: { response throws(StoreSyncError) in
                                 try asXML ? decodeLegacyXML(response, context: context) : decodeLegacyJSON(response, context: context)
@@ -286,9 +299,9 @@ package enum ITunesCharts {
         }
     }
 
-    /// The slot record and (when the context says so) the item record of one entry.
+    /// The chart-entry record and (when the context says so) the item record of one entry.
     static func records(for item: ChartedItem, rank: Int, context: ChartContext) -> [Record] {
-        var slot: [String: JSONValue] = [
+        var entry: [String: JSONValue] = [
             ChartEntry.chart: .string(context.chart),
             ChartEntry.country: .string(context.country),
             ChartEntry.genreID: .string(context.genreID),
@@ -296,16 +309,61 @@ package enum ITunesCharts {
             ChartEntry.itemEntity: .string(item.entity.rawValue),
             ChartEntry.itemKey: .string(item.id),
         ]
-        slot[ChartEntry.genreName] = context.genreName.map(JSONValue.string)
-        slot[ChartEntry.name] = item.name.map(JSONValue.string)
-        slot[ChartEntry.artistName] = item.artistName.map(JSONValue.string)
-        slot[ChartEntry.artworkURL] = item.artwork.max { $0.size < $1.size }.map { .string($0.url) }
-        slot[ChartEntry.link] = item.link.map(JSONValue.string)
-        slot[ChartEntry.releaseDate] = item.releaseDate.map(JSONValue.string)
-        let key = ChartEntry.key(chart: context.chart, country: context.country, genreID: context.genreID, rank: rank)
-        var out = [record(.chartEntry, key: key, slot)]
+        entry[ChartEntry.genreName] = context.genreName.map(JSONValue.string)
+        entry[ChartEntry.name] = item.name.map(JSONValue.string)
+        entry[ChartEntry.artistName] = item.artistName.map(JSONValue.string)
+        entry[ChartEntry.artworkURL] = item.artwork.max { $0.size < $1.size }.map { .string($0.url) }
+        entry[ChartEntry.link] = item.link.map(JSONValue.string)
+        entry[ChartEntry.releaseDate] = item.releaseDate.map(JSONValue.string)
+        var out = [record(.chartEntry, key: entryKey(item, context: context), entry)]
         if context.emitsItems { out.append(record(item.entity, key: item.id, itemFields(item))) }
         return out
+    }
+
+    /// The entry's key: the chart and the item, not the rank (see ``ChartEntry/key(chart:country:genreID:itemEntity:itemKey:)``).
+    static func entryKey(_ item: ChartedItem, context: ChartContext) -> String {
+        ChartEntry.key(chart: context.chart, country: context.country, genreID: context.genreID,
+                       itemEntity: item.entity.rawValue, itemKey: item.id)
+    }
+
+    /// The records of a chart's entries in feed order, ranked by position.
+    ///
+    /// Ranks are positions counted over every entry (an entry skipped for lack
+    /// of an id does not shift the ranks after it). An item listed twice keeps
+    /// its first, best rank: an entry is keyed by its item, and one chart
+    /// cannot hold one item at two ranks.
+    static func rankedRecords(_ items: [(position: Int, item: ChartedItem)], context: ChartContext,
+                              skipped: inout [String], where describe: (Int) -> String) -> [Record] {
+        var records: [Record] = []
+        var firstRank: [String: Int] = [:]
+        for (position, item) in items {
+            let key = entryKey(item, context: context)
+            if let rank = firstRank[key] {
+                skipped.append("\(describe(position)): \(item.entity.rawValue) \(item.id) already ranked \(rank) in this chart")
+                continue
+            }
+            firstRank[key] = position + 1
+            records += self.records(for: item, rank: position + 1, context: context)
+        }
+        return records
+    }
+
+    /// A chart-entry record's canonical fields (``CanonicalSchema`` names for the ``ChartEntry`` members).
+    static func canonicalEntry(_ wire: [String: JSONValue]) -> CanonicalRecord {
+        var c = CanonicalFields(wire)
+        c.text("chart", from: ChartEntry.chart)
+        c.text("country", from: ChartEntry.country)
+        c.text("genre_id", from: ChartEntry.genreID)
+        c.text("genre", from: ChartEntry.genreName)
+        c.integer("rank", from: ChartEntry.rank)
+        c.text("item_entity", from: ChartEntry.itemEntity)
+        c.text("item_key", from: ChartEntry.itemKey)
+        c.text("name", from: ChartEntry.name)
+        c.text("artist", from: ChartEntry.artistName)
+        c.text("artwork_url", from: ChartEntry.artworkURL)
+        c.text("link", from: ChartEntry.link)
+        c.date("release_date", from: ChartEntry.releaseDate)
+        return CanonicalRecord(entity: .chartEntry, fields: c.fields)
     }
 
     static func itemFields(_ item: ChartedItem) -> [String: JSONValue] {

@@ -39,6 +39,17 @@ extension ITunesGenresSettings: SourceKind {
     public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
         ITunesGenres.scopes(settings: self, baseURL: baseURL)
     }
+
+    /// A genre node's `name`, `parentId` (empty for a root) and `url`; its
+    /// `rssUrls` and `chartUrls` stay in the payload.
+    public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
+        guard entity == .genre else { return CanonicalRecord(entity: entity, fields: [:]) }
+        var c = CanonicalFields(wire)
+        c.text("name", from: "name")
+        c.text("parent_id", from: "parentId")
+        c.text("url", from: "url")
+        return CanonicalRecord(entity: .genre, fields: c.fields)
+    }
 }
 
 /// The iTunes genres service (`/WebObjects/MZStoreServices.woa/ws/genres?id=`):

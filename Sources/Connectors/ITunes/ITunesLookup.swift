@@ -53,6 +53,19 @@ extension ITunesLookupSettings: SourceKind {
     public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
         ITunesLookup.scopes(settings: self, baseURL: baseURL, items: inputs)
     }
+
+    public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
+        ITunesCanonical.item(entity, wire)
+    }
+
+    /// Without `lookupEntity` a Lookup answers for the upstream's own items: it
+    /// describes what another source lists. With it, every record is a child
+    /// of a looked-up item (the item's own row is dropped, see
+    /// ``ITunesLookup/decodeChildren(_:parentKey:)``), and the sweeping
+    /// per-item scope lists those children: an episode gone from it is gone.
+    public func role(of entity: EntityKind) -> RecordRole {
+        lookupEntity == nil ? .describes : .lists
+    }
 }
 
 /// iTunes Lookup (`/lookup?id=`): detail for the records of an earlier source.

@@ -53,6 +53,10 @@ extension ITunesSearchSettings: SourceKind {
     public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
         ITunesSearch.scopes(settings: self, baseURL: baseURL)
     }
+
+    public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
+        ITunesCanonical.item(entity, wire)
+    }
 }
 
 /// iTunes Search API (`/search`) and the shared row mapping of Search and Lookup.
