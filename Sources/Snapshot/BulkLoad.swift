@@ -13,20 +13,17 @@ extension SQLiteSnapshotStore {
     /// row of a first load is new, so nothing is looked up by key. A run killed
     /// in between leaves the index missing; opening the store builds it again.
     package func beginBulkLoad() throws(StoreSyncError) -> Bool {
-        let loading = try wrap {
+        try wrap {
             try pool.write { db in
                 guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM records)") == true else { return false }
                 try db.execute(sql: "DROP INDEX IF EXISTS records_by_key")
                 return true
             }
         }
-        bulkLoading.withLock { $0 = loading }
-        return loading
     }
 
     /// Builds the key index a bulk load dropped (one sorted pass over the records).
     package func endBulkLoad() throws(StoreSyncError) {
-        bulkLoading.withLock { $0 = false }
         try wrap { try pool.write { db in try db.execute(sql: Schema.keyIndex) } }
     }
 }

@@ -74,8 +74,8 @@ struct EntityRow {
 struct EntityWriter {
     let db: Database
     let runID: Int64
-    /// Added entities carry their fields in the log (`after`), except in a
-    /// first load, where the entities table itself is what was added.
+    /// Added entities carry their fields in the log (`after`), except in the
+    /// store's first run, where the entities table itself is what was added.
     let logAddedValues: Bool
     private let select: Statement
     private let insert: RawStatement

@@ -24,9 +24,11 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
     /// How each source of the run maps into the canonical model (``prepareEntities(_:)``).
     let mappings = Mutex<[String: SourceMapping]>([:])
-    /// Whether the run is a first load (``beginBulkLoad()``): added entities
-    /// then log no values, the entities table being exactly what was added.
-    let bulkLoading = Mutex(false)
+    /// The store's first run: its added entities log no values (the entities
+    /// table is exactly what it added, and a million-row baseline would double
+    /// the file). Decided by the run, not by how it went, so a resumed first
+    /// run logs what an uninterrupted one would.
+    let baselineRun = Mutex<Int64?>(nil)
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     package convenience init(path: String) throws(StoreSyncError) {
@@ -152,6 +154,8 @@ package final class SQLiteSnapshotStore: SnapshotStore {
             }
         }
         try loadSeen(runID: info.id)
+        let first = try wrap { try pool.read { db in try Int64.fetchOne(db, sql: "SELECT min(id) FROM runs") } }
+        baselineRun.withLock { $0 = first }
         return info
     }
 
@@ -314,7 +318,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         }
         let records = page.records
         let mapping = mapping(for: page.source)
-        let logAddedValues = !bulkLoading.withLock { $0 }
+        let logAddedValues = baselineRun.withLock { $0 } != page.runID
         // Records the diff will write are parsed and mapped before the write
         // transaction, on every core: the single writer only writes.
         let preStored = try wrap { try pool.read { db in try digestIndex(db, source: page.source) } }
