@@ -117,9 +117,10 @@ struct EntityWriter {
     /// A sighting was added or its record changed: merge its canonical fields in.
     /// `addedRun` is the run that first saw it (an upgrade rebuilding entities
     /// passes the record's own); `log` is false only for that rebuild.
-    func upsert(_ sighting: Sighting, key: String, canonical: CanonicalRecord,
+    func upsert(_ sighting: Sighting, key recordKey: String, canonical: CanonicalRecord,
                 addedRun: Int64? = nil, log: Bool = true) throws {
         let entity = canonical.entity
+        let key = Self.entityKey(entity, recordKey, source: sighting.source)
         guard let row = try row(entity, key) else {
             let bytes = CanonicalJSON.encodeObject(canonical.fields)
             let text = String(decoding: bytes, as: UTF8.self)
@@ -144,7 +145,8 @@ struct EntityWriter {
     /// A sighting ended (its source removed the record). Returns the
     /// sightings left behind when the entity is gone with it: descriptions
     /// that must leave with their entity.
-    func end(_ sighting: Sighting, entity: EntityKind, key: String) throws -> [Sighting] {
+    func end(_ sighting: Sighting, entity: EntityKind, key recordKey: String) throws -> [Sighting] {
+        let key = Self.entityKey(entity, recordKey, source: sighting.source)
         guard let row = try row(entity, key) else { return [] }
         let sightings = row.sightings.filter { $0.partKey != sighting.partKey }
         guard sightings.contains(where: \.keepsAlive) else {
@@ -159,8 +161,8 @@ struct EntityWriter {
     }
 
     /// Whether ending `sighting` would remove its entity: no other source lists it.
-    func wouldRemove(_ sighting: Sighting, entity: EntityKind, key: String) throws -> Bool {
-        guard let row = try row(entity, key) else { return false }
+    func wouldRemove(_ sighting: Sighting, entity: EntityKind, key recordKey: String) throws -> Bool {
+        guard let row = try row(entity, Self.entityKey(entity, recordKey, source: sighting.source)) else { return false }
         return !row.sightings.contains { $0.partKey != sighting.partKey && $0.keepsAlive }
     }
 
@@ -187,6 +189,14 @@ struct EntityWriter {
         for change in FieldChange.between(row.fields, merged) {
             try self.log(cause, entity, key, "changed", field: change.field, before: change.before, after: change.after)
         }
+    }
+
+    /// The entity's key. A records-file row is its file's own: two files
+    /// whose rows share a key are two tables, not one, so the key names the
+    /// source (`inventory:42`). Every other entity is the same thing
+    /// whichever source lists it, by its key alone.
+    static func entityKey(_ entity: EntityKind, _ key: String, source: String) -> String {
+        entity == .record ? "\(source):\(key)" : key
     }
 
     /// The entity's fields: each field from the most authoritative sighting that has it.

@@ -161,5 +161,15 @@ import TestSupport
         #expect(try store.schemaChanges(runID: third.id).isEmpty, "an integer in a real column is no change of type")
         #expect(try store.registeredFields(source: "search", entity: .podcast).map(\.name) == ["count", "trackName", "rating"])
     }
-}
 
+    @Test func twoFilesWhoseRowsShareAKeyAreTwoTables() async throws {
+        let store = try store()
+        func row(_ value: JSONValue) -> Catalog.Record { Catalog.Record(entity: .record, key: "1", fields: ["id": 1, "value": value]) }
+        _ = try await night(store, ["inventory": [row("bolts")], "prices": [row(2.5)]])
+        let stored = try rows(store, .record)
+        #expect(stored == ["inventory:1": #"{"id":1,"value":"bolts"}"#, "prices:1": #"{"id":1,"value":2.5}"#])
+        let (_, removals) = try await night(store, ["inventory": [], "prices": [row(2.5)]])
+        #expect(removals["inventory"]?.removed == 1)
+        #expect(try rows(store, .record).keys.sorted() == ["prices:1"])
+    }
+}
