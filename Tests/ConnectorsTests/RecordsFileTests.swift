@@ -101,7 +101,8 @@ private struct FixedRowMemory: RowMemory {
         #expect(scope.sweeps)
         let (response, page) = try readPage(scope, 0)
         #expect(response.status == 200)
-        #expect(response.url == URL(fileURLWithPath: file.path))
+        #expect(response.url.isFileURL && response.url.path == file.path)
+        #expect(response.url.query == "decoding=\(RecordsFile.decodingFingerprint(RecordsFileSettings(path: file.path)))")
         #expect(page.items.count == 3)
         #expect(page.hasNext == false)
         let first = try #require(page.items.first)
@@ -590,6 +591,28 @@ private func firstPageError(_ settings: RecordsFileSettings) throws -> StoreSync
         defer { file.cleanup() }
         let error = try #require(try firstPageError(RecordsFileSettings(path: file.path, columns: ["prcie": .real])))
         #expect(error.message.contains("'prcie'") && error.message.contains("did you mean 'price'?"), "\(error)")
+    }
+
+    @Test func thePageURLChangesWithEverySettingThatChangesTheRecords() {
+        let base = RecordsFileSettings(path: "/data/rows.csv")
+        var variants: [RecordsFileSettings] = []
+        for change: (inout RecordsFileSettings) -> Void in [
+            { $0.keyField = "sku" }, { $0.entity = .listing }, { $0.delimiter = ";" }, { $0.quote = nil }, { $0.quote = "'" },
+            { $0.encoding = .windows1252 }, { $0.columns = ["zip": .text] }, { $0.columns = ["zip": .integer] }, { $0.format = .jsonLines },
+        ] {
+            var variant = base
+            change(&variant)
+            variants.append(variant)
+        }
+        let urls = ([base] + variants).map(RecordsFile.pageURL)
+        #expect(Set(urls).count == urls.count)
+        // Page size and identical settings do not.
+        var paged = base
+        paged.pageSize = 7
+        #expect(RecordsFile.pageURL(paged) == RecordsFile.pageURL(base))
+        #expect(RecordsFile.pageURL(RecordsFileSettings(path: "/data/rows.csv", columns: ["a": .text, "b": .real]))
+                == RecordsFile.pageURL(RecordsFileSettings(path: "/data/rows.csv", columns: ["b": .real, "a": .text])))
+        #expect(RecordsFile.pageURL(base).path == "/data/rows.csv")
     }
 
     @Test func canonicalFieldsAreTheTypedColumnsAndTypeOldAllTextPayloads() throws {

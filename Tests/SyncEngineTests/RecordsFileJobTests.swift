@@ -143,4 +143,35 @@ import TestSupport
         #expect(third.sources[0].counts.changed == 20)
         #expect(third.sources[0].counts.added == 1)
     }
+
+    /// A page whose bytes are those of last night is not decoded again, but
+    /// one read under other settings is: declaring a column's type (or
+    /// another key, delimiter…) takes effect the next night, file unchanged.
+    @Test func changedSettingsReadAnUnchangedFileAgain() async throws {
+        let directory = TestPaths.temporaryDirectory("records-settings")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var text = "id,zip\n"
+        for i in 0..<30 { text += "\(i),\(10_000 + i)\n" }
+        try text.write(to: directory.appendingPathComponent("places.csv"), atomically: true, encoding: .utf8)
+        func job(_ options: String) throws -> JobSpec {
+            try JobLoader.parse(yaml: """
+                name: places
+                store: snapshot.sqlite
+                output: out
+                sources:
+                  - {name: places, kind: records-file, path: places.csv, pageSize: 10\(options)}
+                """, file: "places.yml", baseDirectory: directory.path)
+        }
+        let plain = try job("")
+        #expect(try await Runner(job: plain, logger: .quiet).run().recordRowsWritten == 30)
+        let again = try await Runner(job: plain, logger: .quiet).run()
+        #expect(again.sources[0].unchangedPages == 3 && again.recordRowsWritten == 0)
+        let declared = try job(", columns: {zip: text}")
+        let typed = try await Runner(job: declared, logger: .quiet).run()
+        #expect(typed.outcome == .ok, "\(typed.errors)")
+        #expect(typed.sources[0].counts.changed == 30)
+        let stored = try SQLiteSnapshotStore(path: declared.storePath).records(source: "places")
+        #expect(try stored.first { $0.key == "3" }?.fields() == ["id": .int(3), "zip": .string("10003")])
+        #expect(try await Runner(job: declared, logger: .quiet).run().sources[0].unchangedPages == 3)
+    }
 }

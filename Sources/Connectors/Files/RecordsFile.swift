@@ -237,6 +237,35 @@ package enum RecordsFile {
         return URL(fileURLWithPath: settings.path).pathExtension.lowercased() == "csv" ? .csv : .jsonLines
     }
 
+    /// Bump when decoding a file changes (how rows are typed, keyed or
+    /// cut), so pages decoded by an older storesync are decoded again even
+    /// where their bytes are unchanged. 2: CSV cells typed, empty cells absent.
+    static let decodingVersion = 2
+
+    /// What the records read from a page's bytes depend on besides the
+    /// bytes: the decoder and the settings. It goes into the page's URL,
+    /// which the crawl's page memo is filed under, so a page whose bytes are
+    /// unchanged is passed over only when it would be read the same way (a
+    /// newly declared column type takes effect without the file changing).
+    package static func decodingFingerprint(_ settings: RecordsFileSettings) -> String {
+        var text = "v\(decodingVersion)|\(format(of: settings).rawValue)|\(settings.keyField)|\(settings.entity.rawValue)"
+        if format(of: settings) == .csv {
+            text += "|\(settings.delimiter)|\(settings.quote.map(String.init) ?? "")"
+            text += "|" + settings.columns.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.rawValue)" }.joined(separator: ",")
+        }
+        text += "|\(settings.encoding.rawValue)"
+        let hash = ContentHash(bytes: Array(text.utf8)).rawValue
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The URL of a file's pages: the file, with the ``decodingFingerprint(_:)``.
+    package static func pageURL(_ settings: RecordsFileSettings) -> URL {
+        var components = URLComponents(url: URL(fileURLWithPath: settings.path), resolvingAgainstBaseURL: false)
+        components?.queryItems = [URLQueryItem(name: "decoding", value: decodingFingerprint(settings))]
+        return components?.url ?? URL(fileURLWithPath: settings.path)
+    }
+
     /// Response header: the file line number of the page's first row.
     static let firstLineHeader = "x-records-first-line"
     /// Response header: whether rows follow this page.

@@ -56,6 +56,8 @@ final class RecordsFileReader: Sendable {
     let format: RecordsFileFormat
     let pageSize: Int
     let encoding: RecordsFileEncoding
+    /// The file's URL with what its pages' records depend on besides their bytes.
+    let url: URL
     /// Where CSV fields end; the error when the settings name no usable delimiter or quote.
     let dialect: Result<CSVDialect, StoreSyncError>
     private let state = Mutex(State())
@@ -75,6 +77,7 @@ final class RecordsFileReader: Sendable {
         self.format = format
         self.pageSize = max(1, pageSize)
         encoding = settings.encoding
+        url = RecordsFile.pageURL(settings)
         dialect = format == .csv ? Result { () throws(StoreSyncError) in try CSVDialect(settings) } : .success(.standard)
     }
 
@@ -123,7 +126,7 @@ final class RecordsFileReader: Sendable {
                 state.stream = nil
             }
             return HTTPResponse(
-                url: URL(fileURLWithPath: path), status: 200,
+                url: url, status: 200,
                 headers: [
                     "Content-Type": format == .csv ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
                     RecordsFile.firstLineHeader: String(first.line),
