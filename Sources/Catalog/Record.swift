@@ -30,15 +30,23 @@ public struct Record: Sendable, Equatable {
     /// it lets the next run recognise the same bytes without decoding them
     /// (see ``RowMemory``).
     public var rawHash: ContentHash?
+    /// The source's own column order, for sources whose users think in
+    /// columns (a records file's CSV header). It may name fields this record
+    /// lacks (an empty cell is an absent field); nil when the source has no
+    /// order of its own. Not part of the payload or its hash: reordering a
+    /// file's columns changes no record.
+    public var fieldOrder: [String]?
 
     /// Builds a record from decoded fields, computing the canonical payload and hash.
-    public init(entity: EntityKind, key: String, fields: [String: JSONValue], rawHash: ContentHash? = nil) {
+    public init(entity: EntityKind, key: String, fields: [String: JSONValue], rawHash: ContentHash? = nil,
+                fieldOrder: [String]? = nil) {
         let bytes = CanonicalJSON.encodeObject(fields)
         self.entity = entity
         self.key = key
         self.hash = ContentHash(bytes: bytes)
         self.payload = String(decoding: bytes, as: UTF8.self)
         self.rawHash = rawHash
+        self.fieldOrder = fieldOrder
     }
 
     /// Rebuilds a record from what the snapshot stored.

@@ -101,7 +101,8 @@ private struct FixedRowMemory: RowMemory {
         #expect(scope.sweeps)
         let (response, page) = try readPage(scope, 0)
         #expect(response.status == 200)
-        #expect(response.url == URL(fileURLWithPath: file.path))
+        #expect(response.url.isFileURL && response.url.path == file.path)
+        #expect(response.url.query == "decoding=\(RecordsFile.decodingFingerprint(RecordsFileSettings(path: file.path)))")
         #expect(page.items.count == 3)
         #expect(page.hasNext == false)
         let first = try #require(page.items.first)
@@ -316,15 +317,15 @@ private struct FixedRowMemory: RowMemory {
         let page = try readPage(try makeScope(RecordsFileSettings(path: file.path)), 0).1
         #expect(page.items.map(\.key) == ["1", "2", "3", "4", "5"])
         let rows = try page.items.map { try $0.fields() }
-        #expect(rows[0] == ["id": .string("1"), "name": .string("plain"), "note": .string("with, comma")])
+        #expect(rows[0] == ["id": .int(1), "name": .string("plain"), "note": .string("with, comma")])
         #expect(rows[1]["name"] == .string("multi\r\nline"))
         #expect(rows[1]["note"] == .string("say \"hi\""))
         #expect(rows[2]["name"] == .string("12\" vinyl"))
-        #expect(rows[2]["note"] == .string(""))
-        #expect(rows[3] == ["id": .string("4"), "name": .string(""), "note": .string("")])
+        // An empty cell, quoted or not, is an absent field.
+        #expect(rows[2]["note"] == nil)
+        #expect(rows[3] == ["id": .int(4)])
         #expect(rows[4]["note"] == .string("no newline"))
-        // CSV has no types: numbers stay text.
-        #expect(rows[0]["id"] == .string("1"))
+        #expect(page.items.allSatisfy { $0.fieldOrder == ["id", "name", "note"] })
     }
 
     @Test(arguments: [1, 2, 3, 4, 100])
@@ -416,5 +417,361 @@ private struct FixedRowMemory: RowMemory {
         let (outcome, pages) = try await walk(try makeScope(RecordsFileSettings(path: file.path)))
         #expect(outcome.isComplete)
         #expect(pages.count == 1 && pages[0].rowCount == 0)
+    }
+}
+
+/// The first page's records' fields, for small files read whole.
+private func fields(_ settings: RecordsFileSettings) throws -> [[String: JSONValue]] {
+    try readPage(try makeScope(settings), 0).1.items.map { try $0.fields() }
+}
+
+/// The error reading page 0 of `settings`' file throws, if it throws a StoreSyncError.
+private func firstPageError(_ settings: RecordsFileSettings) throws -> StoreSyncError? {
+    do {
+        _ = try readPage(try makeScope(settings), 0)
+        return nil
+    } catch let error as StoreSyncError {
+        return error
+    }
+}
+
+@Suite struct RecordsFileDialectTests {
+    @Test(arguments: [(";", ";"), ("\t", "\t"), ("|", "|")])
+    func otherDelimiters(delimiter: Character, separator: String) async throws {
+        let d = separator
+        var text = "id\(d)name\(d)price\n"
+        text += "1\(d)a, b\(d)1.5\n"
+        text += "2\(d)\"x\(d)y\"\(d)2\n"
+        text += "3\(d)\"two\nlines\"\(d)\n"
+        let file = try TempFile("rows.csv", text)
+        defer { file.cleanup() }
+        let settings = RecordsFileSettings(path: file.path, delimiter: delimiter)
+        let rows = try fields(settings)
+        #expect(rows == [
+            ["id": .int(1), "name": .string("a, b"), "price": .double(1.5)],
+            ["id": .int(2), "name": .string("x\(d)y"), "price": .int(2)],
+            ["id": .int(3), "name": .string("two\nlines")],
+        ])
+        // Pages are cut on the same delimiter (a quoted one does not end a field, a quoted newline not a row).
+        var paged = settings
+        paged.pageSize = 1
+        let (outcome, pages) = try await walk(try makeScope(paged))
+        #expect(outcome.isComplete)
+        #expect(try pages.flatMap(\.items).map { try $0.fields() } == rows)
+    }
+
+    @Test func aCommaIsDataInASemicolonFile() throws {
+        let file = try TempFile("rows.csv", "id;amount;note\n1;1,5;a,b,c\n")
+        defer { file.cleanup() }
+        let rows = try fields(RecordsFileSettings(path: file.path, delimiter: ";"))
+        // A decimal comma is not guessed at: it stays text (declare nothing, lose nothing).
+        #expect(rows == [["id": .int(1), "amount": .string("1,5"), "note": .string("a,b,c")]])
+    }
+
+    @Test func aSemicolonFileReadWithTheDefaultSaysWhichDelimiterItLooksLike() throws {
+        let file = try TempFile("rows.csv", "id;name\n1;a\n")
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path)))
+        #expect(error.message.contains("no 'id' column") && error.message.contains("set delimiter: \";\""), "\(error)")
+    }
+
+    @Test func anotherQuoteCharacter() async throws {
+        let text = "id,name,note\n1,'a, b','it''s'\n2,say \"hi\",'multi\nline'\n"
+        let file = try TempFile("rows.csv", text)
+        defer { file.cleanup() }
+        let settings = RecordsFileSettings(path: file.path, pageSize: 1, quote: "'")
+        let (outcome, pages) = try await walk(try makeScope(settings))
+        #expect(outcome.isComplete)
+        let rows = try pages.flatMap(\.items).map { try $0.fields() }
+        #expect(rows == [
+            ["id": .int(1), "name": .string("a, b"), "note": .string("it's")],
+            ["id": .int(2), "name": .string("say \"hi\""), "note": .string("multi\nline")],
+        ])
+        // A stray character after a closing quote names the file's quote.
+        let bad = try TempFile("bad.csv", "id,name\n1,'a'b\n")
+        defer { bad.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: bad.path, quote: "'")))
+        #expect(error.message.contains("line 2: unexpected 'b'") && error.message.contains("written ''"), "\(error)")
+    }
+
+    @Test func noQuoteCharacterTakesQuotesLiterally() async throws {
+        // With quoting off, a lone quote opens nothing: the next line is the next row.
+        let text = "id,name\n1,\"half\n2,12\" vinyl\n3,\"a\"\"b\"\n"
+        let file = try TempFile("rows.csv", text)
+        defer { file.cleanup() }
+        let settings = RecordsFileSettings(path: file.path, pageSize: 1, quote: nil)
+        let (outcome, pages) = try await walk(try makeScope(settings))
+        #expect(outcome.isComplete)
+        #expect(try pages.flatMap(\.items).map { try $0.fields()["name"] } == [
+            .string("\"half"), .string("12\" vinyl"), .string("\"a\"\"b\""),
+        ])
+    }
+
+    @Test func headerOrderReachesTheRecordAndJSONLinesHasNone() throws {
+        let file = try TempFile("rows.csv", "zeta,id,alpha,mid\nz,1,a,m\nz,2,,\n")
+        defer { file.cleanup() }
+        let page = try readPage(try makeScope(RecordsFileSettings(path: file.path)), 0).1
+        #expect(page.items.map(\.fieldOrder) == [["zeta", "id", "alpha", "mid"], ["zeta", "id", "alpha", "mid"]])
+        // The order is not content: the payload and its hash do not depend on it.
+        let swapped = try TempFile("rows.csv", "id,alpha,mid,zeta\n1,a,m,z\n")
+        defer { swapped.cleanup() }
+        let other = try #require(try readPage(try makeScope(RecordsFileSettings(path: swapped.path)), 0).1.items.first)
+        #expect(other.hash == page.items[0].hash && other.fieldOrder == ["id", "alpha", "mid", "zeta"])
+        let lines = try TempFile("rows.jsonl", #"{"b":1,"id":2}"# + "\n")
+        defer { lines.cleanup() }
+        #expect(try readPage(try makeScope(RecordsFileSettings(path: lines.path)), 0).1.items.first?.fieldOrder == nil)
+    }
+
+    @Test func inferredTypesInAFile() throws {
+        let file = try TempFile("rows.csv", """
+            id,zip,qty,price,big,when,at,note,empty,neg
+            1,007,12,1.50,1e5,2024-05-01,2024-05-01T12:00:00Z,hello,,-3
+            """)
+        defer { file.cleanup() }
+        let row = try #require(try fields(RecordsFileSettings(path: file.path)).first)
+        // 1e5 is the real 100000.0, which canonical JSON writes as 100000 (see CSVValueTests for the value itself).
+        #expect(row == [
+            "id": .int(1), "zip": .string("007"), "qty": .int(12), "price": .double(1.5), "big": .int(100_000),
+            "when": .string("2024-05-01"), "at": .string("2024-05-01T12:00:00Z"), "note": .string("hello"), "neg": .int(-3),
+        ])
+        #expect(row["when"].flatMap(FieldType.of) == .date && row["at"].flatMap(FieldType.of) == .date)
+        #expect(row["note"].flatMap(FieldType.of) == .text && row["zip"].flatMap(FieldType.of) == .text)
+    }
+
+    @Test func aKeyIsItsCellAsWritten() throws {
+        let file = try TempFile("rows.csv", "id,v\n1.50,a\n007,b\n7,c\n")
+        defer { file.cleanup() }
+        let page = try readPage(try makeScope(RecordsFileSettings(path: file.path)), 0).1
+        // Typing never changes which row is which: 1.50 is not 1.5, 007 not 7.
+        #expect(page.items.map(\.key) == ["1.50", "007", "7"])
+        #expect(try page.items[0].fields()["id"] == .double(1.5))
+    }
+
+    @Test func declaredColumnTypes() throws {
+        let file = try TempFile("rows.csv", """
+            id,sku,qty,price,opened,zip,note
+            1,00123, 007 ,12,2024-02-29,01234,
+            2,A-9,+5,-1.25e2,2024-05-01 08:30:00+02:00,99999,x
+            """)
+        defer { file.cleanup() }
+        let settings = RecordsFileSettings(path: file.path, columns: [
+            "sku": .text, "qty": .integer, "price": .real, "opened": .date, "zip": .text, "note": .text,
+        ])
+        let rows = try fields(settings)
+        // The reals 12.0 and -125.0 read back as whole numbers from canonical JSON.
+        #expect(rows == [
+            ["id": .int(1), "sku": .string("00123"), "qty": .int(7), "price": .int(12), "opened": .string("2024-02-29"),
+             "zip": .string("01234")],
+            ["id": .int(2), "sku": .string("A-9"), "qty": .int(5), "price": .int(-125), "opened": .string("2024-05-01 08:30:00+02:00"),
+             "zip": .string("99999"), "note": .string("x")],
+        ])
+    }
+
+    @Test(arguments: [
+        ("qty", FieldType.integer, "1.5", "not a whole number"),
+        ("qty", .integer, "N/A", "not a whole number"),
+        ("qty", .integer, "99999999999999999999", "not a whole number"),
+        ("price", .real, "1,5", "not a number"),
+        ("price", .real, "NaN", "not a number"),
+        ("opened", .date, "01/05/2024", "not an ISO 8601 date"),
+        ("opened", .date, "2023-02-29", "not an ISO 8601 date"),
+    ])
+    func aCellNotOfItsDeclaredTypeFailsThePageWithItsLine(column: String, type: FieldType, value: String, expected: String) throws {
+        let file = try TempFile("rows.csv", "id,\(column)\n1,\n2,\"\(value)\"\n")
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path, columns: [column: type])))
+        #expect(error.code == .malformedPage)
+        #expect(error.location == file.path)
+        #expect(error.message.contains("line 3, column '\(column)': '\(value)' is \(expected)"), "\(error)")
+        #expect(error.message.contains("\(column): \(type.rawValue)"))
+    }
+
+    @Test func aDeclaredColumnTheHeaderLacksFailsWithASuggestion() throws {
+        let file = try TempFile("rows.csv", "id,price\n1,2\n")
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path, columns: ["prcie": .real])))
+        #expect(error.message.contains("'prcie'") && error.message.contains("did you mean 'price'?"), "\(error)")
+    }
+
+    @Test func thePageURLChangesWithEverySettingThatChangesTheRecords() {
+        let base = RecordsFileSettings(path: "/data/rows.csv")
+        var variants: [RecordsFileSettings] = []
+        for change: (inout RecordsFileSettings) -> Void in [
+            { $0.keyField = "sku" }, { $0.entity = .listing }, { $0.delimiter = ";" }, { $0.quote = nil }, { $0.quote = "'" },
+            { $0.encoding = .windows1252 }, { $0.columns = ["zip": .text] }, { $0.columns = ["zip": .integer] }, { $0.format = .jsonLines },
+        ] {
+            var variant = base
+            change(&variant)
+            variants.append(variant)
+        }
+        let urls = ([base] + variants).map(RecordsFile.pageURL)
+        #expect(Set(urls).count == urls.count)
+        // Page size and identical settings do not.
+        var paged = base
+        paged.pageSize = 7
+        #expect(RecordsFile.pageURL(paged) == RecordsFile.pageURL(base))
+        #expect(RecordsFile.pageURL(RecordsFileSettings(path: "/data/rows.csv", columns: ["a": .text, "b": .real]))
+                == RecordsFile.pageURL(RecordsFileSettings(path: "/data/rows.csv", columns: ["b": .real, "a": .text])))
+        #expect(RecordsFile.pageURL(base).path == "/data/rows.csv")
+    }
+
+    @Test func canonicalFieldsAreTheTypedColumnsAndTypeOldAllTextPayloads() throws {
+        let settings = RecordsFileSettings(path: "/data/rows.csv", entity: .record, columns: ["zip": .text, "qty": .integer])
+        #expect(settings.role(of: .record) == .lists)
+        let typed: [String: JSONValue] = ["id": .int(1), "zip": .string("123"), "qty": .int(7), "price": .double(1.5), "note": .string("007")]
+        // What this decoder writes maps to itself.
+        #expect(settings.canonical(.record, typed) == CanonicalRecord(entity: .record, fields: typed))
+        // A payload stored by a version that kept every cell as text maps to the same fields.
+        let oldText: [String: JSONValue] = ["id": .string("1"), "zip": .string("123"), "qty": .string("007"), "price": .string("1.50"),
+                                            "note": .string("007"), "empty": .string("")]
+        #expect(settings.canonical(.record, oldText).fields == typed)
+        // JSON Lines values are kept as they are, strings included.
+        let jsonl = RecordsFileSettings(path: "/data/rows.jsonl", entity: .listing)
+        let wire: [String: JSONValue] = ["id": .string("1"), "n": .string("")]
+        #expect(jsonl.canonical(.listing, wire) == CanonicalRecord(entity: .listing, fields: wire))
+    }
+}
+
+@Suite struct RecordsFileEncodingTests {
+    /// Windows-1252 bytes of `€5, café, “smart” ‘quotes’ – done…`, and the text they stand for.
+    static let windows1252Bytes: [UInt8] = [0x80, 0x35, 0x2C, 0x20, 0x63, 0x61, 0x66, 0xE9, 0x2C, 0x20, 0x93, 0x73, 0x6D, 0x61, 0x72,
+                                            0x74, 0x94, 0x20, 0x91, 0x71, 0x75, 0x6F, 0x74, 0x65, 0x73, 0x92, 0x20, 0x96, 0x20, 0x64,
+                                            0x6F, 0x6E, 0x65, 0x85]
+    static let windows1252Text = "€5, café, “smart” ‘quotes’ – done…"
+
+    @Test func windows1252CSVIsDecodedRight() throws {
+        // Ærøskøbing in Windows-1252 bytes, not UTF-8.
+        let town: [UInt8] = [0xC6, 0x72, 0xF8, 0x73, 0x6B, 0xF8, 0x62, 0x69, 0x6E, 0x67]
+        let bytes = Array("id,name\r\n1,\"".utf8) + Self.windows1252Bytes + Array("\"\r\n2,".utf8) + town + Array("\r\n".utf8)
+        let file = try TempFile("rows.csv", bytes)
+        defer { file.cleanup() }
+        let rows = try fields(RecordsFileSettings(path: file.path, encoding: .windows1252))
+        #expect(rows == [["id": .int(1), "name": .string(Self.windows1252Text)], ["id": .int(2), "name": .string("Ærøskøbing")]])
+    }
+
+    @Test func windows1252JSONLines() throws {
+        let bytes = Array(#"{"id":"caf"#.utf8) + [0xE9] + Array(#"","v":""#.utf8) + Self.windows1252Bytes + Array("\"}\n".utf8)
+        let file = try TempFile("rows.jsonl", bytes)
+        defer { file.cleanup() }
+        let page = try readPage(try makeScope(RecordsFileSettings(path: file.path, encoding: .windows1252)), 0).1
+        #expect(page.items.map(\.key) == ["café"])
+        #expect(try page.items[0].fields()["v"] == .string(Self.windows1252Text))
+    }
+
+    @Test func iso88591IsDecodedRight() throws {
+        // é ü ß £ ± ÿ, the upper half of Latin-1 as it is.
+        let bytes = Array("id,name\n1,".utf8) + [0xE9, 0xFC, 0xDF, 0xA3, 0xB1, 0xFF] + Array("\n".utf8)
+        let file = try TempFile("rows.csv", bytes)
+        defer { file.cleanup() }
+        #expect(try fields(RecordsFileSettings(path: file.path, encoding: .iso88591)) == [["id": .int(1), "name": .string("éüß£±ÿ")]])
+    }
+
+    @Test func theWindows1252TableIsFoundationsAndRefusesItsFiveUndefinedBytes() {
+        for byte in UInt8(0x80)...UInt8(0xFF) {
+            let foundation = String(data: Data([byte]), encoding: .windowsCP1252)
+            let ours = RecordsFileEncoding.windows1252.scalar(ofByte: byte).map { String(Character($0)) }
+            #expect(ours == foundation, "byte \(byte)")
+        }
+        let refused = (UInt8(0x80)...UInt8(0xFF)).filter { RecordsFileEncoding.windows1252.scalar(ofByte: $0) == nil }
+        #expect(refused == [0x81, 0x8D, 0x8F, 0x90, 0x9D])
+        #expect((UInt8(0x80)...UInt8(0x9F)).allSatisfy { RecordsFileEncoding.iso88591.scalar(ofByte: $0) == nil })
+        #expect((UInt8(0xA0)...UInt8(0xFF)).allSatisfy { RecordsFileEncoding.iso88591.scalar(ofByte: $0)?.value == UInt32($0) })
+    }
+
+    @Test func invalidUTF8StopsTheFileNamingLineAndColumnInCharacters() throws {
+        // Line 3 is `2,Ünï ` then 0xE9: column 7 counts characters, not bytes.
+        let bytes = Array("id,name\n1,plain\n2,Ünï ".utf8) + [0xE9] + Array("t\n".utf8)
+        let file = try TempFile("rows.csv", bytes)
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path)))
+        #expect(error.code == .malformedPage)
+        #expect(error.location == file.path)
+        #expect(error.message.contains("line 3, column 7: byte 0xE9 is not valid UTF-8"), "\(error)")
+        #expect(error.message.contains("in windows-1252 it is 'é'"))
+        #expect(error.remedy?.contains("encoding:") == true && error.remedy?.contains("nothing from this file was stored") == true)
+    }
+
+    @Test(arguments: [
+        // A lone continuation byte, a lead byte cut short, an overlong form, a surrogate, past U+10FFFF, cut at the end.
+        [0x80], [0xC3, 0x28], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82],
+    ] as [[UInt8]])
+    func invalidUTF8Forms(bad: [UInt8]) throws {
+        let bytes = Array("id,name\n1,€ ".utf8) + bad
+        let file = try TempFile("rows.csv", bytes)
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path)))
+        #expect(error.message.contains("line 2, column 5: byte \(EncodingProblem.hex(bad[0])) is not valid UTF-8"), "\(error)")
+    }
+
+    @Test func aRefusedByteOnTheLastPageFailsPageZero() throws {
+        // Nothing from the file may be stored: the first page already fails.
+        var text = "id,name\n"
+        for i in 0..<500 { text += "\(i),row \(i)\n" }
+        let file = try TempFile("rows.csv", Array(text.utf8) + Array("500,".utf8) + [0x9D] + [0x0A])
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path, pageSize: 10, encoding: .windows1252)))
+        #expect(error.message.contains("line 502, column 5: byte 0x9D is not a character in windows-1252"), "\(error)")
+        // And every page asked for again fails the same way until the file is fixed.
+        let scope = try makeScope(RecordsFileSettings(path: file.path, pageSize: 10, encoding: .windows1252))
+        expectError({ _ = try readPage(scope, 3) }) { $0.message.contains("line 502") }
+    }
+
+    @Test func aUTF8FileReadAsWindows1252IsRecognised() throws {
+        // Á is C3 81 in UTF-8; 0x81 is undefined in Windows-1252.
+        let file = try TempFile("rows.csv", "id,name\n1,Álvaro\n")
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path, encoding: .windows1252)))
+        #expect(error.message.contains("line 2, column 4: byte 0x81"), "\(error)")
+        #expect(error.message.contains("looks like UTF-8: 'Á' is 0xC3 0x81 in UTF-8"))
+    }
+
+    @Test func iso88591RefusesWindows1252Punctuation() throws {
+        let file = try TempFile("rows.csv", Array("id,price\n1,".utf8) + [0x80, 0x35] + [0x0A])
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path, encoding: .iso88591)))
+        #expect(error.message.contains("line 2, column 3: byte 0x80 is a control code in iso-8859-1"), "\(error)")
+        #expect(error.message.contains("in windows-1252 it is '€'"))
+    }
+
+    @Test func byteOrderMarksThatContradictTheEncoding() throws {
+        let utf8 = try TempFile("rows.csv", [0xEF, 0xBB, 0xBF] + Array("id\n1\n".utf8))
+        defer { utf8.cleanup() }
+        let declared = try #require(try firstPageError(RecordsFileSettings(path: utf8.path, encoding: .windows1252)))
+        #expect(declared.message.contains("UTF-8 byte order mark") && declared.remedy?.contains("Remove `encoding: windows-1252`") == true)
+        #expect(try fields(RecordsFileSettings(path: utf8.path)) == [["id": .int(1)]])
+        let utf16 = try TempFile("rows.csv", [0xFF, 0xFE] + Array("id\n".utf8))
+        defer { utf16.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: utf16.path)))
+        #expect(error.message.contains("UTF-16 byte order mark") && error.remedy?.contains("Save the file as UTF-8") == true)
+    }
+
+    @Test func aBOMIsNotAColumn() throws {
+        let file = try TempFile("rows.csv", [0xEF, 0xBB, 0xBF] + Array("ab,id\n".utf8) + [0xFF] + Array(",1\n".utf8))
+        defer { file.cleanup() }
+        let error = try #require(try firstPageError(RecordsFileSettings(path: file.path)))
+        #expect(error.message.contains("line 2, column 1: byte 0xFF"), "\(error)")
+    }
+
+    /// Rows of ~3 KB with non-ASCII text, so pages, rows and characters cross
+    /// the reader's 1 MiB blocks, transcoded page by page.
+    @Test func windows1252PagesSpanningReadBlocksStayExact() async throws {
+        var bytes = Array("id,text,n\r\n".utf8)
+        var expected: [String] = []
+        for i in 0..<1_000 {
+            let filler = [UInt8](repeating: 0xE9, count: 3_000 + i % 7)
+            bytes += Array("\(i),\"".utf8) + Self.windows1252Bytes + filler + Array("\"\",\nx\",\(i * 3)\r\n".utf8)
+            expected.append(Self.windows1252Text + String(repeating: "é", count: 3_000 + i % 7) + "\",\nx")
+        }
+        let file = try TempFile("big.csv", bytes)
+        defer { file.cleanup() }
+        let settings = RecordsFileSettings(path: file.path, pageSize: 97, encoding: .windows1252)
+        let (outcome, pages) = try await walk(try makeScope(settings))
+        #expect(outcome.isComplete)
+        let records = pages.flatMap(\.items)
+        #expect(records.map(\.key) == (0..<1_000).map(String.init))
+        #expect(try records.map { try $0.fields()["text"] } == expected.map(JSONValue.string))
+        #expect(try records.map { try $0.fields()["n"] } == (0..<1_000).map { JSONValue.int(Int64($0 * 3)) })
+        let resumed = try await walk(try makeScope(settings), from: 4)
+        #expect(resumed.pages.flatMap(\.items) == pages[4...].flatMap(\.items))
     }
 }

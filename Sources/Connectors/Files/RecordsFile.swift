@@ -29,20 +29,35 @@ public struct RecordsFileSettings: Sendable, Equatable {
     public var entity: EntityKind
     /// Rows per page (one transaction and checkpoint each).
     public var pageSize: Int
+    /// CSV: the character between fields, one ASCII character (`,`, `;`, tab, `|` …).
+    public var delimiter: Character
+    /// CSV: the character that quotes a field, one ASCII character; nil when
+    /// the file quotes nothing (every `"` is then part of its field).
+    public var quote: Character?
+    /// The file's character encoding; it is read as UTF-8 after transcoding.
+    public var encoding: RecordsFileEncoding
+    /// CSV: declared column types, by header name. Other columns' types are
+    /// inferred cell by cell (see ``CSVValue``).
+    public var columns: [String: FieldType]
 
     public init(path: String, format: RecordsFileFormat? = nil, keyField: String = "id", entity: EntityKind = .record,
-                pageSize: Int = 10_000) {
+                pageSize: Int = 10_000, delimiter: Character = ",", quote: Character? = "\"",
+                encoding: RecordsFileEncoding = .utf8, columns: [String: FieldType] = [:]) {
         self.path = path
         self.format = format
         self.keyField = keyField
         self.entity = entity
         self.pageSize = pageSize
+        self.delimiter = delimiter
+        self.quote = quote
+        self.encoding = encoding
+        self.columns = columns
     }
 }
 
 extension RecordsFileSettings: SourceKind {
     public static let name = "records-file"
-    public static let settingKeys = ["path", "format", "keyField", "entity", "pageSize"]
+    public static let settingKeys = ["path", "format", "keyField", "entity", "pageSize", "delimiter", "quote", "encoding", "columns"]
 
     public static func read(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader) -> Self? {
         let file = reader.string(fields, "path", path: path, required: true) ?? ""
@@ -61,11 +76,112 @@ extension RecordsFileSettings: SourceKind {
         if let key = reader.string(fields, "keyField", path: path) { records.keyField = key }
         if let entities = reader.entityKinds(fields, "entity", path: path), let entity = entities.first { records.entity = entity }
         if let n = reader.int(fields, "pageSize", path: path, range: 1...1_000_000) { records.pageSize = n }
+        readCSVOptions(fields, path: path, reader: &reader, into: &records)
+        if let name = reader.string(fields, "encoding", path: path) {
+            if let encoding = RecordsFileEncoding(name: name) { records.encoding = encoding } else {
+                let hint = SettingsReader.suggestion(for: name, among: RecordsFileEncoding.names.map(\.name))
+                    .map { " (did you mean '\($0)'?)" } ?? ""
+                reader.issue(reader.value(fields, "encoding"), reader.join(path, "encoding"),
+                             "unknown encoding '\(name)'\(hint); one of \(RecordsFileEncoding.allCases.map(\.rawValue).joined(separator: ", ")) "
+                                 + "(or cp1252, latin1, utf8)")
+            }
+        }
         return records
+    }
+
+    /// `delimiter`, `quote` and `columns`, which only a CSV file has.
+    private static func readCSVOptions(_ fields: SettingsReader.Fields, path: String, reader: inout SettingsReader,
+                                       into records: inout RecordsFileSettings) {
+        if records.format == .jsonLines {
+            for key in ["delimiter", "quote", "columns"] {
+                guard let node = reader.value(fields, key) else { continue }
+                reader.issue(node, reader.join(path, key), key == "columns"
+                    ? "applies to CSV files only (JSON Lines values keep their JSON types)"
+                    : "applies to CSV files only")
+            }
+            return
+        }
+        if let text = reader.string(fields, "delimiter", path: path) {
+            switch CSVDialect.character(named: text, what: "delimiter") {
+            case .success(let c?): records.delimiter = c
+            case .success(nil): reader.issue(reader.value(fields, "delimiter"), reader.join(path, "delimiter"), "a CSV file needs a delimiter")
+            case .failure(let problem): reader.issue(reader.value(fields, "delimiter"), reader.join(path, "delimiter"), problem.message)
+            }
+        }
+        if let node = reader.value(fields, "quote") {
+            // `quote: none`, `quote: ""` or `quote: ~`: the file quotes nothing.
+            let text = node.scalar.map { $0.isNull ? "" : $0.text }
+            switch text.map({ CSVDialect.character(named: $0, what: "quote") }) {
+            case .success(let c)?: records.quote = c
+            case .failure(let problem)?: reader.issue(node, reader.join(path, "quote"), problem.message)
+            case nil: reader.issue(node, reader.join(path, "quote"), "expected one character, or none")
+            }
+            if let quote = records.quote, quote == records.delimiter {
+                reader.issue(node, reader.join(path, "quote"), "must differ from the delimiter")
+            }
+        }
+        if let node = reader.value(fields, "columns"), let declared = reader.mapping(node, path: reader.join(path, "columns")) {
+            for column in declared {
+                let keyPath = reader.join(reader.join(path, "columns"), column.key)
+                guard let name = column.value.scalar?.text, !(column.value.scalar?.isNull ?? true) else {
+                    reader.issue(column.value, keyPath, "expected a column type: \(FieldType.allCases.map(\.rawValue).joined(separator: ", "))")
+                    continue
+                }
+                guard let type = FieldType(declaredName: name) else {
+                    let hint = SettingsReader.suggestion(for: name, among: FieldType.allCases.map(\.rawValue)).map { " (did you mean '\($0)'?)" } ?? ""
+                    reader.issue(column.value, keyPath,
+                                 "unknown column type '\(name)'\(hint); one of \(FieldType.allCases.map(\.rawValue).joined(separator: ", "))")
+                    continue
+                }
+                if records.columns[column.key] != nil { reader.issue(column.keyNode, keyPath, "duplicate column") }
+                records.columns[column.key] = type
+            }
+        }
     }
 
     public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
         RecordsFile.scopes(settings: self)
+    }
+
+    /// A row's canonical fields are its columns as the file has them, typed
+    /// (a records file's row is its user's own table, not one of the
+    /// built-in entities' shapes; with `entity:` it keeps that entity).
+    ///
+    /// For a CSV file the typing is applied again to text values, which
+    /// changes nothing this decoder wrote (it is idempotent) but types the
+    /// all-text payloads an older storesync stored, so those rows do not all
+    /// read as changed once.
+    public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
+        guard RecordsFile.format(of: self) == .csv else { return CanonicalRecord(entity: entity, fields: wire) }
+        var fields = wire
+        for (name, value) in wire {
+            guard case .string(let text) = value else { continue }
+            if text.isEmpty {
+                fields[name] = nil
+            } else if let type = columns[name] {
+                fields[name] = CSVValue.declared(text, as: type) ?? value
+            } else {
+                fields[name] = CSVValue.inferred(text)
+            }
+        }
+        return CanonicalRecord(entity: entity, fields: fields)
+    }
+
+    /// A file lists its rows: a row gone from a complete read of the file is evidence it was deleted.
+    public func role(of entity: EntityKind) -> RecordRole { .lists }
+}
+
+extension FieldType {
+    /// A declared column type by its name or a common alias (`int`, `float`,
+    /// `double`, `number`, `string`, `datetime`), ignoring case.
+    init?(declaredName name: String) {
+        switch name.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "integer", "int": self = .integer
+        case "real", "float", "double", "number": self = .real
+        case "date", "datetime", "timestamp": self = .date
+        case "text", "string": self = .text
+        default: return nil
+        }
     }
 }
 
@@ -82,18 +198,23 @@ extension RecordsFileSettings: SourceKind {
 /// `settings.keyField` value as text; a row without one is skipped (with its
 /// line number), a malformed row fails the page.
 ///
-/// Values: JSON Lines rows keep their JSON types. CSV values stay text
-/// (empty fields are empty strings): CSV has no types, and guessing them
-/// would turn `00501` into `501` or a product code into a float. The values
-/// are the user's own data, so nothing is normalised away (no tracking
-/// parameters stripped, unlike API responses).
+/// Values: JSON Lines rows keep their JSON types. CSV cells are typed
+/// (``CSVDecoder``, ``CSVValue``): integer, real or text, dates kept as ISO
+/// text, an empty cell an absent field, or the type the job declares for the
+/// column (`columns:`). The values are the user's own data, so nothing is
+/// normalised away (no tracking parameters stripped, unlike API responses).
+///
+/// Encoding: the file is checked against `encoding` from its first byte to
+/// its last before page 0 is served (a bounded, block-by-block read), so a
+/// byte the encoding refuses stops the file before anything from it is
+/// stored; pages are then transcoded to UTF-8 one at a time.
 package enum RecordsFile {
     /// The scope of a records file. Nothing is read until the first page is
     /// asked for, so a missing file fails that page (scope incomplete), not
     /// the building of the job.
     static func scopes(settings: RecordsFileSettings) -> [CrawlScope] {
         let pageSize = max(1, settings.pageSize)
-        let reader = RecordsFileReader(path: settings.path, format: format(of: settings), pageSize: pageSize)
+        let reader = RecordsFileReader(settings: settings, format: format(of: settings), pageSize: pageSize)
         let name = URL(fileURLWithPath: settings.path).lastPathComponent
         var scope = CrawlScope(
             id: "file:\(name)",
@@ -114,6 +235,35 @@ package enum RecordsFile {
     package static func format(of settings: RecordsFileSettings) -> RecordsFileFormat {
         if let format = settings.format { return format }
         return URL(fileURLWithPath: settings.path).pathExtension.lowercased() == "csv" ? .csv : .jsonLines
+    }
+
+    /// Bump when decoding a file changes (how rows are typed, keyed or
+    /// cut), so pages decoded by an older storesync are decoded again even
+    /// where their bytes are unchanged. 2: CSV cells typed, empty cells absent.
+    static let decodingVersion = 2
+
+    /// What the records read from a page's bytes depend on besides the
+    /// bytes: the decoder and the settings. It goes into the page's URL,
+    /// which the crawl's page memo is filed under, so a page whose bytes are
+    /// unchanged is passed over only when it would be read the same way (a
+    /// newly declared column type takes effect without the file changing).
+    package static func decodingFingerprint(_ settings: RecordsFileSettings) -> String {
+        var text = "v\(decodingVersion)|\(format(of: settings).rawValue)|\(settings.keyField)|\(settings.entity.rawValue)"
+        if format(of: settings) == .csv {
+            text += "|\(settings.delimiter)|\(settings.quote.map(String.init) ?? "")"
+            text += "|" + settings.columns.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.rawValue)" }.joined(separator: ",")
+        }
+        text += "|\(settings.encoding.rawValue)"
+        let hash = ContentHash(bytes: Array(text.utf8)).rawValue
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The URL of a file's pages: the file, with the ``decodingFingerprint(_:)``.
+    package static func pageURL(_ settings: RecordsFileSettings) -> URL {
+        var components = URLComponents(url: URL(fileURLWithPath: settings.path), resolvingAgainstBaseURL: false)
+        components?.queryItems = [URLQueryItem(name: "decoding", value: decodingFingerprint(settings))]
+        return components?.url ?? URL(fileURLWithPath: settings.path)
     }
 
     /// Response header: the file line number of the page's first row.
@@ -153,16 +303,19 @@ package enum RecordsFile {
         }
     }
 
-    static func record(_ fields: [String: JSONValue], line: Int, settings: RecordsFileSettings, rawHash: ContentHash? = nil,
+    /// Appends the record of a row, or notes it as skipped when `key` (its key
+    /// field's text) is nil.
+    static func record(_ fields: [String: JSONValue], key: String?, line: Int, settings: RecordsFileSettings,
+                       rawHash: ContentHash? = nil, fieldOrder: [String]? = nil,
                        into records: inout [Record], skipped: inout [String]) {
-        guard let key = keyText(fields[settings.keyField]) else {
+        guard let key else {
             let why = fields[settings.keyField] == nil
                 ? "has no '\(settings.keyField)'"
                 : "has no usable '\(settings.keyField)' (not a non-empty string or number)"
             skipped.append("\(settings.path) line \(line): \(why)")
             return
         }
-        records.append(Record(entity: settings.entity, key: key, fields: fields, rawHash: rawHash))
+        records.append(Record(entity: settings.entity, key: key, fields: fields, rawHash: rawHash, fieldOrder: fieldOrder))
     }
 }
 
@@ -239,8 +392,8 @@ enum JSONLinesDecoder {
                                                      reason: "line \(line.number): expected a JSON object, found \(kind(of: value))")
                         break
                     }
-                    RecordsFile.record(fields, line: line.number, settings: settings, rawHash: rawHash,
-                                       into: &chunk.records, skipped: &chunk.skipped)
+                    RecordsFile.record(fields, key: RecordsFile.keyText(fields[settings.keyField]), line: line.number,
+                                       settings: settings, rawHash: rawHash, into: &chunk.records, skipped: &chunk.skipped)
                 }
                 return chunk
             }

@@ -40,6 +40,13 @@ enum ByteScan {
 /// costs one seek; a page past the furthest one seen (a resumed run starting
 /// at page `k`) is reached by scanning forward without keeping the rows.
 ///
+/// Before it serves anything from a file it has not seen, it reads the
+/// file once through, block by block, checking every byte against the
+/// file's encoding: a refused byte fails page 0, so nothing from the file is
+/// stored (and, the scope failing, nothing is removed). Pages are then
+/// transcoded to UTF-8 as they are served; the CSV delimiter and quote are
+/// ASCII, so rows are cut on the file's own bytes.
+///
 /// Thread-safe: the state sits behind a mutex (one scope reads its pages in
 /// order anyway). Files are read with `pread` rather than memory-mapped, so a
 /// file truncated while it is read ends early instead of killing the process
@@ -48,6 +55,11 @@ final class RecordsFileReader: Sendable {
     let path: String
     let format: RecordsFileFormat
     let pageSize: Int
+    let encoding: RecordsFileEncoding
+    /// The file's URL with what its pages' records depend on besides their bytes.
+    let url: URL
+    /// Where CSV fields end; the error when the settings name no usable delimiter or quote.
+    let dialect: Result<CSVDialect, StoreSyncError>
     private let state = Mutex(State())
 
     private struct State {
@@ -60,18 +72,22 @@ final class RecordsFileReader: Sendable {
         var pageStarts: [FilePosition] = []
     }
 
-    init(path: String, format: RecordsFileFormat, pageSize: Int) {
-        self.path = path
+    init(settings: RecordsFileSettings, format: RecordsFileFormat, pageSize: Int) {
+        path = settings.path
         self.format = format
         self.pageSize = max(1, pageSize)
+        encoding = settings.encoding
+        url = RecordsFile.pageURL(settings)
+        dialect = format == .csv ? Result { () throws(StoreSyncError) in try CSVDialect(settings) } : .success(.standard)
     }
 
     /// Page `index`: its rows' bytes (CSV: preceded by the header row), with
     /// the first row's line number and whether rows follow in headers.
     func page(_ index: Int) throws(StoreSyncError) -> HTTPResponse {
         guard index >= 0 else { throw .inputUnreadable(path: path, reason: "page \(index) does not exist") }
+        let dialect = try dialect.get()
         return try state.withLock { state throws(StoreSyncError) -> HTTPResponse in
-            let stream = try open(&state)
+            let stream = try open(&state, dialect: dialect)
             // Reach the page: from where the stream stands when that is its start
             // (the sequential case), else from the nearest known page start.
             let known = min(index, state.pageStarts.count - 1)
@@ -80,7 +96,7 @@ final class RecordsFileReader: Sendable {
             var exhausted = false
             var ignored: [UInt8] = []
             while current < index {
-                _ = try stream.takeRows(pageSize, format: format, collect: false, into: &ignored)
+                _ = try stream.takeRows(pageSize, format: format, dialect: dialect, collect: false, into: &ignored)
                 exhausted = try !stream.skipBlankLines(format: format)
                 current += 1
                 if current == state.pageStarts.count { state.pageStarts.append(stream.position) }
@@ -92,8 +108,16 @@ final class RecordsFileReader: Sendable {
             if current == index, !exhausted {
                 // Room for typical rows, but never more than the rest of the file.
                 let remaining = max(0, stream.identity.size - first.offset)
-                body.reserveCapacity(body.count + min(remaining, pageSize.multipliedReportingOverflow(by: 512).partialValue))
-                _ = try stream.takeRows(pageSize, format: format, collect: true, into: &body)
+                let expected = min(remaining, pageSize.multipliedReportingOverflow(by: 512).partialValue)
+                if encoding == .utf8 {
+                    body.reserveCapacity(body.count + expected)
+                    _ = try stream.takeRows(pageSize, format: format, dialect: dialect, collect: true, into: &body)
+                } else {
+                    var raw: [UInt8] = []
+                    raw.reserveCapacity(expected)
+                    _ = try stream.takeRows(pageSize, format: format, dialect: dialect, collect: true, into: &raw)
+                    try transcode(raw, startingOnLine: first.line, into: &body)
+                }
                 more = try stream.skipBlankLines(format: format)
                 if index + 1 == state.pageStarts.count { state.pageStarts.append(stream.position) }
             }
@@ -102,7 +126,7 @@ final class RecordsFileReader: Sendable {
                 state.stream = nil
             }
             return HTTPResponse(
-                url: URL(fileURLWithPath: path), status: 200,
+                url: url, status: 200,
                 headers: [
                     "Content-Type": format == .csv ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
                     RecordsFile.firstLineHeader: String(first.line),
@@ -112,28 +136,53 @@ final class RecordsFileReader: Sendable {
         }
     }
 
-    /// The open stream, opening the file (and reading a CSV header) when needed.
-    private func open(_ state: inout State) throws(StoreSyncError) -> RowStream {
+    /// The open stream, opening the file (checking its encoding and reading
+    /// a CSV header) when needed.
+    private func open(_ state: inout State, dialect: CSVDialect) throws(StoreSyncError) -> RowStream {
         if let stream = state.stream { return stream }
         let stream = try RowStream(path: path)
         if stream.identity != state.identity {
             // First open, or the file was replaced since: nothing cached holds.
-            state.identity = stream.identity
+            state.identity = nil
             state.header = []
             state.pageStarts = []
+            try stream.checkEncoding(encoding)
             try stream.skipByteOrderMark()
             // Page 0 starts at the first row, like every other page, so its first-line header is a row's line.
             _ = try stream.skipBlankLines(format: format)
             if format == .csv {
+                let headerLine = stream.position.line
                 var header: [UInt8] = []
-                _ = try stream.takeRows(1, format: format, collect: true, into: &header)
+                _ = try stream.takeRows(1, format: format, dialect: dialect, collect: true, into: &header)
                 if !header.isEmpty, header.last != 0x0A { header.append(0x0A) }
+                if encoding != .utf8 {
+                    var utf8: [UInt8] = []
+                    try transcode(header, startingOnLine: headerLine, into: &utf8)
+                    header = utf8
+                }
                 state.header = header
             }
             state.pageStarts = [stream.position]
+            // Only now: a file that failed its check is checked again when asked again.
+            state.identity = stream.identity
         }
         state.stream = stream
         return stream
+    }
+
+    /// Appends `raw` (whole lines of the file in a single-byte encoding, the
+    /// first on line `firstLine`) to `body` as UTF-8. The whole file passed
+    /// its check when it was opened, so a refused byte here means the file
+    /// changed in place since; it fails this page.
+    private func transcode(_ raw: [UInt8], startingOnLine firstLine: Int, into body: inout [UInt8]) throws(StoreSyncError) {
+        let refused = raw.withUnsafeBufferPointer { SingleByteTranscoder.append($0, from: encoding, to: &body) }
+        guard let refused else { return }
+        var counter = LineColumnCounter(encoding, line: firstLine)
+        raw.withUnsafeBufferPointer { counter.feed(UnsafeBufferPointer(rebasing: $0[..<refused])) }
+        let problem = EncodingProblem(line: counter.line, column: counter.column, encoding: encoding,
+                                      bytes: Array(raw[refused..<min(raw.count, refused + 4)]),
+                                      before: Array(raw[max(0, refused - 3)..<refused]))
+        throw problem.error(path: path, wholeFile: false)
     }
 }
 
@@ -230,6 +279,62 @@ final class RowStream {
         }
     }
 
+    /// Reads the file from its first byte to its last, a block at a time,
+    /// and throws at the first byte `encoding` refuses, naming its line and
+    /// column; leaves the stream at the start of the file.
+    func checkEncoding(_ encoding: RecordsFileEncoding) throws(StoreSyncError) {
+        let start = FilePosition(offset: 0, line: 1)
+        seek(to: start)
+        defer { seek(to: start) }
+        guard try refill() else { return }
+        let head = Array(block[0..<min(filled, 3)])
+        if head.starts(with: [0xFF, 0xFE]) || head.starts(with: [0xFE, 0xFF]) {
+            throw StoreSyncError(.malformedPage, "malformed row: line 1, column 1: the file starts with a UTF-16 byte order mark; "
+                + "records files are UTF-8, windows-1252 or iso-8859-1", place: .file(path: path),
+                remedy: "Save the file as UTF-8 (in Excel: CSV UTF-8); nothing from this file was stored and nothing was removed")
+        }
+        if encoding != .utf8, head == [0xEF, 0xBB, 0xBF] {
+            throw StoreSyncError(.malformedPage, "malformed row: line 1, column 1: the file starts with a UTF-8 byte order mark, "
+                + "so it is UTF-8, not \(encoding.rawValue)", place: .file(path: path),
+                remedy: "Remove `encoding: \(encoding.rawValue)` from this source (UTF-8 is the default); "
+                    + "nothing from this file was stored and nothing was removed")
+        }
+        var check = EncodingCheck(encoding)
+        var refused: Int?
+        while true {
+            refused = block.withUnsafeBufferPointer { check.feed(UnsafeBufferPointer(rebasing: $0[..<filled]), at: blockStart) }
+            pos = filled
+            if refused != nil { break }
+            guard try refill() else { break }
+        }
+        guard let offset = refused ?? check.finish() else { return }
+        throw try encodingProblem(at: offset, encoding).error(path: path, wholeFile: true)
+    }
+
+    /// Where the byte at `offset` stands (line, column in characters) and the bytes around it.
+    private func encodingProblem(at offset: Int, _ encoding: RecordsFileEncoding) throws(StoreSyncError) -> EncodingProblem {
+        seek(to: FilePosition(offset: 0, line: 1))
+        var counter = LineColumnCounter(encoding)
+        var skipBOM = encoding == .utf8
+        while blockStart + filled < offset, try refill() {
+            let end = min(filled, offset - blockStart)
+            block.withUnsafeBufferPointer { buffer in
+                var from = 0
+                // A byte order mark is not a character of line 1.
+                if skipBOM, end >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { from = 3 }
+                counter.feed(UnsafeBufferPointer(rebasing: buffer[from..<end]))
+            }
+            skipBOM = false
+        }
+        func bytes(_ range: Range<Int>) -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: range.count)
+            let n = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress, range.count, off_t(range.lowerBound)) }
+            return Array(out.prefix(max(0, n)))
+        }
+        return EncodingProblem(line: counter.line, column: counter.column, encoding: encoding,
+                               bytes: bytes(offset..<(offset + 4)), before: bytes(max(0, offset - 3)..<offset))
+    }
+
     /// Skips a UTF-8 byte order mark at the start of the file.
     func skipByteOrderMark() throws(StoreSyncError) {
         if pos == filled, !(try refill()) { return }
@@ -255,10 +360,11 @@ final class RowStream {
 
     /// Consumes up to `count` rows (appending their bytes to `body` when
     /// `collect`); returns how many there were. Starts and ends on row boundaries.
-    func takeRows(_ count: Int, format: RecordsFileFormat, collect: Bool, into body: inout [UInt8]) throws(StoreSyncError) -> Int {
+    func takeRows(_ count: Int, format: RecordsFileFormat, dialect: CSVDialect = .standard, collect: Bool,
+                  into body: inout [UInt8]) throws(StoreSyncError) -> Int {
         switch format {
         case .jsonLines: try takeLines(count, collect: collect, into: &body)
-        case .csv: try takeCSVRecords(count, collect: collect, into: &body)
+        case .csv: try takeCSVRecords(count, dialect: dialect, collect: collect, into: &body)
         }
     }
 
@@ -296,8 +402,8 @@ final class RowStream {
     }
 
     /// Record boundaries by ``CSVBoundaryScan``, carried across block refills.
-    private func takeCSVRecords(_ count: Int, collect: Bool, into body: inout [UInt8]) throws(StoreSyncError) -> Int {
-        var scan = CSVBoundaryScan()
+    private func takeCSVRecords(_ count: Int, dialect: CSVDialect, collect: Bool, into body: inout [UInt8]) throws(StoreSyncError) -> Int {
+        var scan = CSVBoundaryScan(dialect: dialect)
         var segment = pos
         while scan.rows < count {
             if pos == filled {

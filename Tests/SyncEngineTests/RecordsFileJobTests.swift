@@ -1,0 +1,177 @@
+import Catalog
+import Connectors
+import Foundation
+import Snapshot
+import SyncEngine
+import Testing
+import TestSupport
+
+/// A records file's dialect, encoding and column options, from the job file
+/// to the snapshot.
+@Suite struct RecordsFileJobTests {
+    func settings(_ source: String) throws -> RecordsFileSettings? {
+        let job = try JobLoader.parse(yaml: """
+            name: x
+            store: s.sqlite
+            output: out
+            sources:
+              - \(source)
+            """, file: "job.yml", baseDirectory: "/srv/jobs")
+        return job.sources.first?.settings as? RecordsFileSettings
+    }
+
+    func issues(_ source: String) -> [String] {
+        do {
+            _ = try JobLoader.parse(yaml: """
+                name: x
+                store: s.sqlite
+                output: out
+                sources:
+                  - \(source)
+                """, file: "job.yml", baseDirectory: "/jobs", rules: .cli)
+            return []
+        } catch {
+            return error.issues.map { "\($0.keyPath): \($0.message)" }
+        }
+    }
+
+    @Test func optionsAreRead() throws {
+        let read = try settings("""
+            {name: f, kind: records-file, path: data/shop.csv, keyField: sku, delimiter: ";", quote: "'", encoding: cp1252,
+                     columns: {price: real, sku: text, opened: date, qty: int}}
+            """)
+        #expect(read == RecordsFileSettings(path: "/srv/jobs/data/shop.csv", format: .csv, keyField: "sku", delimiter: ";", quote: "'",
+                                            encoding: .windows1252,
+                                            columns: ["price": .real, "sku": .text, "opened": .date, "qty": .integer]))
+    }
+
+    @Test(arguments: [#"tab"#, #"\t"#, #""\t""#, #"TAB"#])
+    func aTabIsSpelledAsUsersSpellIt(spelling: String) throws {
+        #expect(try settings("{name: f, kind: records-file, path: a.csv, delimiter: \(spelling)}")?.delimiter == "\t")
+    }
+
+    @Test(arguments: ["none", #""""#, "~"])
+    func noQuoting(spelling: String) throws {
+        #expect(try settings("{name: f, kind: records-file, path: a.csv, quote: \(spelling)}")?.quote == nil)
+    }
+
+    @Test(arguments: [
+        ("utf-8", RecordsFileEncoding.utf8), ("utf8", .utf8), ("windows-1252", .windows1252), ("cp1252", .windows1252),
+        ("iso-8859-1", .iso88591), ("latin1", .iso88591), ("latin-1", .iso88591),
+    ])
+    func encodingsByNameAndAlias(name: String, expected: RecordsFileEncoding) throws {
+        #expect(try settings("{name: f, kind: records-file, path: a.csv, encoding: \(name)}")?.encoding == expected)
+    }
+
+    @Test(arguments: [
+        ("delimiter: \";;\"", "sources[0].delimiter: expected one character such as ';' or '|', or tab; got ';;'"),
+        ("delimiter: t", "sources[0].delimiter: expected one character such as ';' or '|', or tab, not a letter, digit or line end; got 't' (did you mean tab?)"),
+        ("delimiter: semicolom", "did you mean semicolon?"),
+        ("delimiter: ¦", "got '¦'"),
+        ("delimiter: none", "sources[0].delimiter: a CSV file needs a delimiter"),
+        ("quote: \",\"", "sources[0].quote: must differ from the delimiter"),
+        ("quote: \"«\"", "sources[0].quote: expected one character such as '\"' or \"'\", or none; got '«'"),
+        ("encoding: cp1253", "sources[0].encoding: unknown encoding 'cp1253' (did you mean 'cp1252'?); one of utf-8, windows-1252, iso-8859-1"),
+        ("encoding: utf-16", "unknown encoding 'utf-16'"),
+        ("columns: {price: reel}", "sources[0].columns.price: unknown column type 'reel' (did you mean 'real'?); one of integer, real, date, text"),
+        ("columns: [price]", "sources[0].columns: expected a mapping"),
+        ("columns: {price: }", "sources[0].columns.price: expected a column type"),
+        ("delimter: \";\"", "sources[0].delimter: unknown key (did you mean 'delimiter'?)"),
+    ])
+    func mistakesAreReportedWithTheirKey(option: String, expected: String) {
+        let found = issues("{name: f, kind: records-file, path: a.csv, \(option)}")
+        #expect(found.contains { $0.contains(expected) }, "\(found)")
+    }
+
+    @Test func csvOptionsOnAJSONLinesFileAreMistakes() {
+        let found = issues("{name: f, kind: records-file, path: a.jsonl, delimiter: \";\", quote: none, columns: {a: text}, encoding: latin1}")
+        #expect(found.filter { $0.contains("applies to CSV files only") }.count == 3, "\(found)")
+        #expect(!found.contains { $0.hasPrefix("sources[0].encoding") })
+    }
+
+    /// Night 2's file has an undefined Windows-1252 byte in its last row, past
+    /// pages full of changes and removals: nothing of it is stored, nothing is
+    /// removed, and the run says where the byte is. Night 3, fixed, applies it all.
+    @Test func aRefusedByteStoresNothingAndRemovesNothing() async throws {
+        let directory = TestPaths.temporaryDirectory("records-encoding")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("shop.csv")
+        func write(_ rows: [(id: Int, name: [UInt8], price: String)]) throws {
+            var bytes = Array("id;name;price\r\n".utf8)
+            for row in rows { bytes += Array("\(row.id);".utf8) + row.name + Array(";\(row.price)\r\n".utf8) }
+            try Data(bytes).write(to: file)
+        }
+        // "Café n" in Windows-1252.
+        var rows = (0..<200).map { (id: $0, name: Array("Caf".utf8) + [0xE9] + Array(" \($0)".utf8), price: "\($0 % 9).50") }
+        try write(rows)
+        let job = try JobLoader.parse(yaml: """
+            name: shop
+            store: snapshot.sqlite
+            output: out
+            sources:
+              - {name: shop, kind: records-file, path: shop.csv, pageSize: 20, delimiter: ";", encoding: windows-1252,
+                 removal: {afterMisses: 1, maxRatio: 0.5}}
+            """, file: "shop.yml", baseDirectory: directory.path)
+        let first = try await Runner(job: job, logger: .quiet).run()
+        #expect(first.outcome == .ok, "\(first.errors)")
+        #expect(first.recordRowsWritten == 200)
+        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let night1 = try store.records(source: "shop")
+        #expect(try night1.first { $0.key == "7" }?.fields() == ["id": .int(7), "name": .string("Café 7"), "price": .double(7.5)])
+
+        // Night 2: 30 rows gone, 20 changed, one new row whose name holds 0x81.
+        rows.removeLast(30)
+        for i in stride(from: 0, to: 100, by: 5) { rows[i].price = "99" }
+        rows.append((id: 500, name: Array("Bad ".utf8) + [0x81], price: "1"))
+        try write(rows)
+        let second = try await Runner(job: job, logger: .quiet).run()
+        #expect(second.outcome != .ok)
+        #expect(second.recordRowsWritten == 0)
+        #expect(second.sources[0].counts.removed == 0 && second.sources[0].counts.added == 0 && second.sources[0].counts.changed == 0)
+        let reported = (second.errors + second.sources[0].errors).joined(separator: "\n")
+        #expect(reported.contains("line 172, column 9: byte 0x81 is not a character in windows-1252"), "\(reported)")
+        #expect(try store.changes(runID: second.runID).isEmpty)
+        let night2 = try store.records(source: "shop")
+        #expect(night2.map(\.key) == night1.map(\.key) && zip(night2, night1).allSatisfy { $0.payload == $1.payload })
+
+        // Night 3: the byte fixed, every change lands.
+        rows[rows.count - 1].name = Array("Fixed".utf8)
+        try write(rows)
+        let third = try await Runner(job: job, logger: .quiet).run()
+        #expect(third.outcome == .ok, "\(third.errors)")
+        #expect(third.sources[0].counts.removed == 30)
+        #expect(third.sources[0].counts.changed == 20)
+        #expect(third.sources[0].counts.added == 1)
+    }
+
+    /// A page whose bytes are those of last night is not decoded again, but
+    /// one read under other settings is: declaring a column's type (or
+    /// another key, delimiter…) takes effect the next night, file unchanged.
+    @Test func changedSettingsReadAnUnchangedFileAgain() async throws {
+        let directory = TestPaths.temporaryDirectory("records-settings")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var text = "id,zip\n"
+        for i in 0..<30 { text += "\(i),\(10_000 + i)\n" }
+        try text.write(to: directory.appendingPathComponent("places.csv"), atomically: true, encoding: .utf8)
+        func job(_ options: String) throws -> JobSpec {
+            try JobLoader.parse(yaml: """
+                name: places
+                store: snapshot.sqlite
+                output: out
+                sources:
+                  - {name: places, kind: records-file, path: places.csv, pageSize: 10\(options)}
+                """, file: "places.yml", baseDirectory: directory.path)
+        }
+        let plain = try job("")
+        #expect(try await Runner(job: plain, logger: .quiet).run().recordRowsWritten == 30)
+        let again = try await Runner(job: plain, logger: .quiet).run()
+        #expect(again.sources[0].unchangedPages == 3 && again.recordRowsWritten == 0)
+        let declared = try job(", columns: {zip: text}")
+        let typed = try await Runner(job: declared, logger: .quiet).run()
+        #expect(typed.outcome == .ok, "\(typed.errors)")
+        #expect(typed.sources[0].counts.changed == 30)
+        let stored = try SQLiteSnapshotStore(path: declared.storePath).records(source: "places")
+        #expect(try stored.first { $0.key == "3" }?.fields() == ["id": .int(3), "zip": .string("10003")])
+        #expect(try await Runner(job: declared, logger: .quiet).run().sources[0].unchangedPages == 3)
+    }
+}
