@@ -349,7 +349,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                     let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
                     try entities.upsert(sighting, key: record.key, canonical: mappedRecord.canonical)
                     if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
-                    try registry!.note(record.entity, mappedRecord.fields, order: nil)
+                    try registry!.note(record.entity, mappedRecord.fields, order: record.fieldOrder)
                 }
                 var keyList = ""
                 // Within the page, a later row with the key of an earlier one compares against what that row wrote.
