@@ -218,7 +218,7 @@ struct KillTestJob {
 
     /// Exports made from the records and the change log alone, with no
     /// wall-clock time in them: byte-identical when the stores are equal.
-    static let comparableExports = ["csv/listing.csv", "csv/podcast.csv", "changes.csv"]
+    static let comparableExports = ["csv/listings.csv", "csv/podcasts.csv", "changes.csv"]
     /// Every file the exports publish, relative to the output folder.
     let exportFiles = Set(comparableExports + ["killtest.sqlite", "feeds/podcasts.xml", "feeds/podcasts.atom", "report.json"])
 
