@@ -171,11 +171,6 @@ enum FeedExport {
         return text
     }
 
-    /// A canonical 1/0 flag (also `true`/`false`, should a source give those).
-    static func flag(_ value: JSONValue?) -> Bool? {
-        value?.boolValue
-    }
-
     /// A record as a feed item. GUIDs are stable across runs and renames, so
     /// readers never see an item they already have as new.
     static func item(for candidate: Candidate, kind: FeedKind, context: ExportContext) -> FeedItem {
@@ -198,7 +193,7 @@ enum FeedExport {
                 title: artist.map { "\(name(candidate)) — \($0)" } ?? name(candidate),
                 link: text(f["view_url"]), description: summary.joined(separator: " "),
                 pubDate: releaseDate ?? context.runDate, author: artist, imageURL: text(f["artwork_url"]),
-                explicit: flag(f["explicit"]))
+                explicit: f["explicit"]?.boolValue)
         case .listingsNew:
             return FeedItem(
                 guid: "storesync:listing:\(candidate.key)", title: name(candidate), link: nil,
@@ -252,7 +247,7 @@ enum FeedExport {
             guid: text(f["guid"]) ?? "storesync:episode:\(key)", title: name,
             link: text(f["link"]) ?? text(f["view_url"]), description: f["description"]?.stringValue ?? "",
             pubDate: text(f["release_date"]).flatMap(parseDate) ?? fallbackDate, author: text(f["podcast"]),
-            imageURL: text(f["image_url"]), enclosure: enclosure, explicit: flag(f["explicit"]),
+            imageURL: text(f["image_url"]), enclosure: enclosure, explicit: f["explicit"]?.boolValue,
             durationSeconds: f["duration_ms"]?.intValue.map { Int($0 / 1000) },
             episodeNumber: f["episode_number"]?.intValue.map(Int.init), season: f["season"]?.intValue.map(Int.init),
             episodeType: text(f["episode_type"]))
@@ -283,7 +278,7 @@ enum FeedExport {
             pubDate: text(fields["release_date"]).flatMap(parseDate) ?? fallbackDate,
             author: text(fields["artist"]),
             imageURL: text(fields["artwork_url"]),
-            explicit: flag(fields["explicit"]))
+            explicit: fields["explicit"]?.boolValue)
     }
 
     /// iTunes dates are ISO 8601 with `Z` (sometimes with fractions); the
