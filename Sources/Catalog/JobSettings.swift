@@ -97,7 +97,7 @@ public enum InputSelection: String, Sendable, CaseIterable {
 public enum ExportSpec: Sendable, Equatable {
     /// A consumer SQLite database with one typed table per entity.
     case sqlite(path: String)
-    /// A CSV per entity of all current records, named `{entity}.csv` in `directory`.
+    /// A CSV per table of the consumer database (`podcasts.csv`, one per records-file source, …) in `directory`.
     case csvTables(directory: String, options: CSVExportOptions)
     /// The changes of the run (one row per changed field).
     case csvChanges(path: String, options: CSVExportOptions)

@@ -10,30 +10,39 @@ enum CSVExport {
                    byteOrderMark: spec.byteOrderMark, neutralizeFormulas: spec.neutralizeFormulas)
     }
 
-    /// `{entity}.csv` for every entity in the snapshot: source, key, the
-    /// entity's fixed columns, and the whole payload last (so nothing is lost),
-    /// one row per record in the store's insertion order (stable from night to
-    /// night, so two nights' files diff line by line).
+    /// One file per entity table of the consumer database, named like it
+    /// (`podcasts.csv`, `chart_entries.csv`, …) with the same columns: `key`,
+    /// the canonical fields, `extra` (members no column holds, JSON); one row
+    /// per entity in the store's insertion order (stable from night to night,
+    /// so two nights' files diff line by line). Every entity table has its
+    /// file, empty but for its header when nothing was crawled. Records-file
+    /// sources get one file each in their own columns (``RecordTables``).
     static func writeTables(directory: URL, options spec: CSVExportOptions, context: ExportContext) throws -> [ExportedFile] {
         let csvOptions = options(spec)
         var files: [ExportedFile] = []
-        for entity in try context.store.entities() {
+        let stored = try context.store.entities()
+        let tables = ConsumerSchema.entityTables + stored.filter { !ConsumerSchema.entityTables.contains($0) && $0 != .record }
+        for entity in tables {
             let columns = EntityColumns.columns(for: entity)
-            let url = directory.appendingPathComponent("\(entity.rawValue).csv")
-            let header = ["source", "key"] + columns.map(\.name) + ["payload"]
+            let url = directory.appendingPathComponent("\(ConsumerSchema.table(for: entity)).csv")
+            let header = [ConsumerSchema.keyColumn] + columns.map(\.name) + [ConsumerSchema.extraColumn]
+            let read = stored.contains(entity)
             let rows = try CSVWriter.write(to: url, header: header, options: csvOptions) { emit in
+                guard read else { return }
                 var cells: [CSVCell] = []
                 cells.reserveCapacity(header.count)
                 try context.store.forEachRecord(of: entity, columns: columns, order: .insertion) { record in
                     cells.removeAll(keepingCapacity: true)
-                    cells.append(.text(record.source))
                     cells.append(.text(record.key))
                     for value in record.values { cells.append(cell(value)) }
-                    cells.append(.text(record.payload))
+                    cells.append(ExtraMembers.json(payload: record.payload, columns: columns, values: record.values).map(CSVCell.text) ?? .null)
                     try emit(cells)
                 }
             }
             files.append(ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows))
+        }
+        if stored.contains(.record) {
+            files += try RecordTables.writeCSV(directory: directory, options: csvOptions, store: context.store)
         }
         return files
     }

@@ -4,6 +4,10 @@ import Snapshot
 
 /// Feeds and OPML over the snapshot: which records a feed lists, how they
 /// are grouped into files by template, and how a record becomes an item.
+///
+/// Every read names canonical fields (``CanonicalSchema``), whichever source
+/// and wire shape a record came from: an episode read from a podcast's own
+/// feed and one from iTunes Lookup give the same item.
 enum FeedExport {
     /// One file's worth of items and the template values that name it.
     struct Group {
@@ -85,9 +89,12 @@ enum FeedExport {
             .map { Group(values: $0.key, items: $0.value.prefix(spec.limit).map { item(for: $0, kind: spec.kind, context: context) }) }
     }
 
+    /// The genre a record is filed under: its primary genre, else the first
+    /// of its genres (`genres` is a JSON array, kept as its text by the store).
     static func genre(of fields: JSONValue) -> String {
-        fields["primaryGenreName"]?.stringValue ?? fields[ChartEntry.genreName]?.stringValue
-            ?? fields["genres"]?.arrayValue?.first?.stringValue ?? "unknown"
+        if let genre = fields["genre"]?.stringValue, !genre.isEmpty { return genre }
+        let genres = fields["genres"]?.arrayValue ?? fields["genres"]?.stringValue.flatMap { try? JSONParser.parse($0) }?.arrayValue
+        return genres?.first?.stringValue ?? "unknown"
     }
 
     /// Candidates in feed order (stable: ties broken by key).
@@ -101,13 +108,13 @@ enum FeedExport {
         }
         switch kind {
         case .podcastsUpdated:
-            return candidates(try store.recordsNewestFirst([.podcast], by: "releaseDate"))
+            return candidates(try store.recordsNewestFirst([.podcast], by: "release_date"))
         case .podcastsNew:
-            return candidates(try store.recordsNewestAdded(.podcast, thenBy: "releaseDate"))
+            return candidates(try store.recordsNewestAdded(.podcast, thenBy: "release_date"))
         case .episodesNew:
-            return candidates(try store.recordsNewestFirst([.episode], by: "releaseDate"))
+            return candidates(try store.recordsNewestFirst([.episode], by: "release_date"))
         case .musicNew:
-            return candidates(try store.recordsNewestFirst([.song, .album, .musicVideo], by: "releaseDate"))
+            return candidates(try store.recordsNewestFirst([.song, .album, .musicVideo], by: "release_date"))
         case .listingsNew:
             return candidates(try store.recordsNewestAdded(.listing, thenBy: "created_at"))
         case .priceDrops:
@@ -154,48 +161,44 @@ enum FeedExport {
     }
 
     static func name(_ candidate: Candidate) -> String {
-        let f = candidate.fields
-        return f["trackName"]?.stringValue ?? f["collectionName"]?.stringValue ?? f["name"]?.stringValue
-            ?? f["artistName"]?.stringValue ?? "\(candidate.entity) \(candidate.key)"
+        text(candidate.fields["name"]) ?? "\(candidate.entity) \(candidate.key)"
+    }
+
+    /// A field's text, or nil when it is absent or empty (an empty title or
+    /// link is no title or link).
+    static func text(_ value: JSONValue?) -> String? {
+        guard let text = value?.stringValue, !text.isEmpty else { return nil }
+        return text
     }
 
     /// A record as a feed item. GUIDs are stable across runs and renames, so
     /// readers never see an item they already have as new.
     static func item(for candidate: Candidate, kind: FeedKind, context: ExportContext) -> FeedItem {
         let f = candidate.fields
-        let releaseDate = (f["releaseDate"] ?? f["created_at"])?.stringValue.flatMap(parseDate)
+        let releaseDate = (text(f["release_date"]) ?? text(f["created_at"])).flatMap(parseDate)
         switch kind {
         case .podcastsUpdated, .podcastsNew:
             var item = podcastItem(key: candidate.key, fields: f, fallbackDate: context.runDate)
             if kind == .podcastsNew, let date = candidate.date { item.pubDate = date }
             return item
         case .episodesNew:
-            var enclosure: FeedEnclosure?
-            if let url = f["episodeUrl"]?.stringValue {
-                let type = f["episodeContentType"]?.stringValue.map { $0 == "video" ? "video/mp4" : "audio/mpeg" } ?? "audio/mpeg"
-                enclosure = FeedEnclosure(url: url, length: f["episodeFileSize"]?.intValue ?? 0, type: type)
-            }
-            return FeedItem(
-                guid: f["episodeGuid"]?.stringValue ?? "storesync:episode:\(candidate.key)", title: name(candidate),
-                link: f["trackViewUrl"]?.stringValue, description: f["description"]?.stringValue ?? f["shortDescription"]?.stringValue ?? "",
-                pubDate: releaseDate ?? context.runDate, author: f["collectionName"]?.stringValue ?? f["artistName"]?.stringValue,
-                imageURL: f["artworkUrl600"]?.stringValue ?? f["artworkUrl160"]?.stringValue, enclosure: enclosure,
-                durationSeconds: f["trackTimeMillis"]?.intValue.map { Int($0 / 1000) })
+            return episodeItem(key: candidate.key, fields: f, name: name(candidate), fallbackDate: context.runDate)
         case .musicNew:
-            let artist = f["artistName"]?.stringValue
+            let artist = text(f["artist"])
             var summary = [String]()
-            if let album = f["collectionName"]?.stringValue, candidate.entity == "song" { summary.append("From \(album).") }
-            if let genre = f["primaryGenreName"]?.stringValue { summary.append("Genre: \(genre).") }
+            if let album = text(f["album"]), candidate.entity == EntityKind.song.rawValue { summary.append("From \(album).") }
+            if let genre = text(f["genre"]) { summary.append("Genre: \(genre).") }
             return FeedItem(
                 guid: "storesync:\(candidate.entity):\(candidate.key)",
                 title: artist.map { "\(name(candidate)) — \($0)" } ?? name(candidate),
-                link: (f["trackViewUrl"] ?? f["collectionViewUrl"])?.stringValue, description: summary.joined(separator: " "),
-                pubDate: releaseDate ?? context.runDate, author: artist, imageURL: f["artworkUrl100"]?.stringValue)
+                link: text(f["view_url"]), description: summary.joined(separator: " "),
+                pubDate: releaseDate ?? context.runDate, author: artist, imageURL: text(f["artwork_url"]),
+                explicit: f["explicit"]?.boolValue)
         case .listingsNew:
             return FeedItem(
                 guid: "storesync:listing:\(candidate.key)", title: name(candidate), link: nil,
                 description: listingSummary(f), pubDate: candidate.date ?? releaseDate ?? context.runDate,
-                imageURL: f["thumbnail"]?.stringValue)
+                imageURL: text(f["thumbnail"]))
         case .priceDrops:
             let currency = f["currency"]?.stringValue ?? ""
             let before = candidate.extra["before"] ?? "", after = candidate.extra["after"] ?? ""
@@ -203,21 +206,21 @@ enum FeedExport {
                 // One item per drop: a later drop of the same listing is news again.
                 guid: "storesync:price-drop:\(candidate.key):\(after)", title: "\(name(candidate)): \(before) → \(after) \(currency)",
                 link: nil, description: listingSummary(f), pubDate: candidate.date ?? context.runDate,
-                imageURL: f["thumbnail"]?.stringValue)
+                imageURL: text(f["thumbnail"]))
         case .top:
-            let rank = f[ChartEntry.rank]?.intValue.map { "#\($0) " } ?? ""
-            let artist = f[ChartEntry.artistName]?.stringValue
-            let title = (f[ChartEntry.name]?.stringValue ?? candidate.key) + (artist.map { " — \($0)" } ?? "")
-            let chartName = f[ChartEntry.chart]?.stringValue ?? "chart"
+            let rank = f["rank"]?.intValue.map { "#\($0) " } ?? ""
+            let artist = text(f["artist"])
+            let title = (text(f["name"]) ?? candidate.key) + (artist.map { " — \($0)" } ?? "")
+            let chartName = text(f["chart"]) ?? "chart"
+            let item = text(f["item_key"]) ?? candidate.key
             return FeedItem(
                 // Per chart and item, not per rank: a move up the chart is not a new item to readers.
-                guid: "storesync:\(chartName):\(f[ChartEntry.country]?.stringValue ?? ""):\(f[ChartEntry.genreID]?.stringValue ?? ""):"
-                    + "\(f[ChartEntry.itemEntity]?.stringValue ?? ""):\(f[ChartEntry.itemKey]?.stringValue ?? candidate.key)",
-                title: rank + title, link: f[ChartEntry.link]?.stringValue,
-                description: "Rank \(f[ChartEntry.rank]?.intValue ?? 0) in \(chartName)"
-                    + (f[ChartEntry.genreName]?.stringValue.map { " (\($0))" } ?? "") + ".",
-                pubDate: f[ChartEntry.releaseDate]?.stringValue.flatMap(parseDate) ?? context.runDate,
-                author: artist, imageURL: f[ChartEntry.artworkURL]?.stringValue)
+                guid: "storesync:\(chartName):\(f["country"]?.stringValue ?? ""):\(f["genre_id"]?.stringValue ?? ""):"
+                    + "\(f["item_entity"]?.stringValue ?? ""):\(item)",
+                title: rank + title, link: text(f["link"]),
+                description: "Rank \(f["rank"]?.intValue ?? 0) in \(chartName)" + (text(f["genre"]).map { " (\($0))" } ?? "") + ".",
+                // The chart is as of tonight's crawl.
+                pubDate: context.runDate, author: artist, imageURL: text(f["artwork_url"]))
         case .changes:
             let op = candidate.extra["op"] ?? "changed"
             let fieldsText = candidate.extra["fields"] ?? ""
@@ -227,6 +230,27 @@ enum FeedExport {
                 description: fieldsText.isEmpty ? "\(op.capitalized) in run \(context.runID)." : fieldsText,
                 pubDate: context.runDate)
         }
+    }
+
+    /// An episode as its podcast published it: its own GUID (a stable
+    /// `storesync:episode:KEY` only when no source gave one), its enclosure's
+    /// length and type as given, and the `itunes:` episode fields.
+    static func episodeItem(key: String, fields f: JSONValue, name: String, fallbackDate: Date) -> FeedItem {
+        var enclosure: FeedEnclosure?
+        if let url = text(f["enclosure_url"]) {
+            // RSS requires a length; 0 is the profile's "unknown", which
+            // podcastparser and feedparser read as unknown as well.
+            enclosure = FeedEnclosure(url: url, length: max(0, f["enclosure_length"]?.intValue ?? 0),
+                                      type: MediaType.enclosureType(given: text(f["enclosure_type"]), url: url))
+        }
+        return FeedItem(
+            guid: text(f["guid"]) ?? "storesync:episode:\(key)", title: name,
+            link: text(f["link"]) ?? text(f["view_url"]), description: f["description"]?.stringValue ?? "",
+            pubDate: text(f["release_date"]).flatMap(parseDate) ?? fallbackDate, author: text(f["podcast"]),
+            imageURL: text(f["image_url"]), enclosure: enclosure, explicit: f["explicit"]?.boolValue,
+            durationSeconds: f["duration_ms"]?.intValue.map { Int($0 / 1000) },
+            episodeNumber: f["episode_number"]?.intValue.map(Int.init), season: f["season"]?.intValue.map(Int.init),
+            episodeType: text(f["episode_type"]))
     }
 
     static func listingSummary(_ f: JSONValue) -> String {
@@ -240,21 +264,21 @@ enum FeedExport {
     }
 
     static func podcastItem(key: String, fields: JSONValue, fallbackDate: Date) -> FeedItem {
-        let name = fields["trackName"]?.stringValue ?? fields["collectionName"]?.stringValue ?? "Podcast \(key)"
+        let name = text(fields["name"]) ?? "Podcast \(key)"
         var summary: [String] = []
-        if let artist = fields["artistName"]?.stringValue { summary.append("By \(artist).") }
-        if let genre = fields["primaryGenreName"]?.stringValue { summary.append("Genre: \(genre).") }
-        if let count = fields["trackCount"]?.intValue { summary.append("\(count) episodes.") }
-        if let feed = fields["feedUrl"]?.stringValue { summary.append("Feed: \(feed)") }
+        if let artist = text(fields["artist"]) { summary.append("By \(artist).") }
+        if let genre = text(fields["genre"]) { summary.append("Genre: \(genre).") }
+        if let count = fields["track_count"]?.intValue { summary.append("\(count) episodes.") }
+        if let feed = text(fields["feed_url"]) { summary.append("Feed: \(feed)") }
         return FeedItem(
             guid: "storesync:podcast:\(key)",
             title: name,
-            link: fields["collectionViewUrl"]?.stringValue ?? fields["trackViewUrl"]?.stringValue,
+            link: text(fields["view_url"]),
             description: summary.joined(separator: " "),
-            pubDate: fields["releaseDate"]?.stringValue.flatMap(parseDate) ?? fallbackDate,
-            author: fields["artistName"]?.stringValue,
-            imageURL: fields["artworkUrl600"]?.stringValue ?? fields["artworkUrl100"]?.stringValue,
-            explicit: fields["trackExplicitness"]?.stringValue.map { $0 == "explicit" })
+            pubDate: text(fields["release_date"]).flatMap(parseDate) ?? fallbackDate,
+            author: text(fields["artist"]),
+            imageURL: text(fields["artwork_url"]),
+            explicit: fields["explicit"]?.boolValue)
     }
 
     /// iTunes dates are ISO 8601 with `Z` (sometimes with fractions); the
@@ -274,7 +298,7 @@ enum FeedExport {
     /// Podcast feed URLs, by genre: with `{genre}` in the path one file per
     /// genre, otherwise one file with an outline per genre.
     static func writeOPML(_ spec: OPMLExportSpec, context: ExportContext) throws -> [ExportedFile] {
-        let podcasts = try select(.podcastsUpdated, context: context).filter { $0.fields["feedUrl"]?.stringValue != nil }
+        let podcasts = try select(.podcastsUpdated, context: context).filter { text($0.fields["feed_url"]) != nil }
         var byGenre: [String: [Candidate]] = [:]
         for podcast in podcasts { byGenre[genre(of: podcast.fields), default: []].append(podcast) }
         let groups = byGenre.keys.sorted().map { genre in
@@ -299,6 +323,6 @@ enum FeedExport {
     }
 
     static func opmlFeed(_ candidate: Candidate) -> (title: String, xmlURL: String, htmlURL: String?) {
-        (name(candidate), candidate.fields["feedUrl"]?.stringValue ?? "", candidate.fields["collectionViewUrl"]?.stringValue)
+        (name(candidate), text(candidate.fields["feed_url"]) ?? "", text(candidate.fields["view_url"]))
     }
 }

@@ -95,6 +95,12 @@ package struct FeedItem: Sendable, Equatable {
     package var explicit: Bool?
     /// `itunes:duration` in whole seconds; nil or negative omits it.
     package var durationSeconds: Int?
+    /// `itunes:episode`; nil, zero or negative omits it (Apple wants a non-zero integer).
+    package var episodeNumber: Int?
+    /// `itunes:season`; nil, zero or negative omits it.
+    package var season: Int?
+    /// `itunes:episodeType`: `full`, `trailer` or `bonus` (any case); anything else omits it.
+    package var episodeType: String?
     /// When the item last changed in a way readers should notice (Atom `<updated>`).
     /// Nil uses ``pubDate``. RSS has no such element and ignores it.
     package var updated: Date?
@@ -104,7 +110,11 @@ package struct FeedItem: Sendable, Equatable {
 
     package init(guid: String, title: String, link: String? = nil, description: String, pubDate: Date,
                 author: String? = nil, imageURL: String? = nil, enclosure: FeedEnclosure? = nil,
-                explicit: Bool? = nil, durationSeconds: Int? = nil, updated: Date? = nil, id: String? = nil) {
+                explicit: Bool? = nil, durationSeconds: Int? = nil, episodeNumber: Int? = nil, season: Int? = nil,
+                episodeType: String? = nil, updated: Date? = nil, id: String? = nil) {
+        self.episodeNumber = episodeNumber
+        self.season = season
+        self.episodeType = episodeType
         self.updated = updated
         self.id = id
         self.guid = guid
@@ -145,7 +155,7 @@ package struct FeedWriteResult: Sendable, Equatable {
 /// lastBuildDate, atom:link, [image], [itunes:author], [itunes:image], itunes:category…,
 /// itunes:explicit, itunes:type, then the items. Inside `<item>`: title, [link],
 /// description, guid, pubDate, [itunes:author], [itunes:image], [enclosure],
-/// [itunes:explicit], [itunes:duration].
+/// [itunes:explicit], [itunes:duration], [itunes:episode], [itunes:season], [itunes:episodeType].
 package struct PodcastFeedWriter: Sendable {
     package static let itunesNamespace = "http://www.itunes.com/dtds/podcast-1.0.dtd"
     package static let atomNamespace = "http://www.w3.org/2005/Atom"
@@ -236,5 +246,10 @@ struct ITunesRSSProfile: RSSProfile {
     func writeItemExtensionsAfterEnclosure(_ item: FeedItem, into doc: XMLDocumentWriter) throws {
         if let explicit = item.explicit { try doc.element("itunes:explicit", explicit ? "true" : "false") }
         if let seconds = item.durationSeconds, seconds >= 0 { try doc.element("itunes:duration", String(seconds)) }
+        if let number = item.episodeNumber, number > 0 { try doc.element("itunes:episode", String(number)) }
+        if let season = item.season, season > 0 { try doc.element("itunes:season", String(season)) }
+        if let type = item.episodeType?.lowercased(), ["full", "trailer", "bonus"].contains(type) {
+            try doc.element("itunes:episodeType", type)
+        }
     }
 }

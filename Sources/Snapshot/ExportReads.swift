@@ -113,8 +113,8 @@ extension SQLiteSnapshotStore {
         try feedRecords("""
             SELECT entity, key, fields AS payload FROM entities WHERE entity = ? AND json_extract(fields, ?) = ?
             ORDER BY json_extract(fields, ?), json_extract(fields, ?), json_extract(fields, ?), key
-            """, [EntityKind.chartEntry.rawValue, Self.jsonPath(ChartEntry.chart), chart, Self.jsonPath(ChartEntry.country),
-                  Self.jsonPath(ChartEntry.genreID), Self.jsonPath(ChartEntry.rank)])
+            """, [EntityKind.chartEntry.rawValue, Self.jsonPath("chart"), chart, Self.jsonPath("country"),
+                  Self.jsonPath("genre_id"), Self.jsonPath("rank")])
     }
 
     package func latestDecreases(of entity: EntityKind, field: String) throws(StoreSyncError) -> [FieldDecrease] {

@@ -15,7 +15,12 @@ package final class SQLiteFile {
     /// Creates the file at `path` (which must not exist) and runs `body` in
     /// one transaction; the file is closed when this returns.
     package static func create(at path: String, _ body: (SQLiteFile) throws -> Void) throws {
-        let queue = try DatabaseQueue(path: path)
+        var configuration = Configuration()
+        // The file's foreign keys are declarations for readers (Datasette links,
+        // joins), never constraints: an episode whose podcast was never crawled
+        // is a row like any other. GRDB enforces them unless told not to.
+        configuration.foreignKeysEnabled = false
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
         try queue.writeWithoutTransaction { db in
             // Built under a temporary name and renamed into place by the caller: no journal to keep.
             try db.execute(sql: "PRAGMA journal_mode = OFF")

@@ -17,17 +17,18 @@ import TestSupport
         let run = try store.beginRun(job: "golden", at: Self.started, simulated: true)
         func podcast(_ id: Int, _ name: String) -> Catalog.Record {
             Catalog.Record(entity: .podcast, key: String(id), fields: [
-                "trackName": .string(name), "primaryGenreName": .string("Music"), "releaseDate": .string("2026-11-20T10:00:00Z"),
-                "feedUrl": .string("http://feeds.storesim.test/feeds/\(id).xml"),
+                "name": .string(name), "genre": .string("Music"), "release_date": .string("2026-11-20T10:00:00Z"),
+                "feed_url": .string("http://feeds.storesim.test/feeds/\(id).xml"),
             ])
         }
         func entry(_ rank: Int, _ item: Int, _ name: String) -> Catalog.Record {
+            // Canonical fields, as every chart connector maps its wire shape.
             Catalog.Record(entity: .chartEntry, key: ChartEntry.key(chart: "toppodcasts", country: "us", genreID: "1310",
                                                                            itemEntity: "podcast", itemKey: String(item)), fields: [
-                ChartEntry.chart: .string("toppodcasts"), ChartEntry.country: .string("us"), ChartEntry.genreID: .string("1310"),
-                ChartEntry.genreName: .string("Music"), ChartEntry.rank: .int(Int64(rank)), ChartEntry.itemEntity: .string("podcast"),
-                ChartEntry.itemKey: .string(String(item)), ChartEntry.name: .string(name),
-                ChartEntry.artistName: .string("Artist <\(rank)>"), ChartEntry.link: .string("https://example.com/\(item)"),
+                "chart": .string("toppodcasts"), "country": .string("us"), "genre_id": .string("1310"),
+                "genre": .string("Music"), "rank": .int(Int64(rank)), "item_entity": .string("podcast"),
+                "item_key": .string(String(item)), "name": .string(name),
+                "artist": .string("Artist <\(rank)>"), "link": .string("https://example.com/\(item)"),
             ])
         }
         _ = try await store.apply(PageInput(runID: run.id, source: "pods", scope: "s", page: 0,
@@ -84,14 +85,14 @@ import TestSupport
         let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("music.sqlite").path)
         let run = try store.beginRun(job: "m", at: Self.started, simulated: false)
         let records = [
-            Catalog.Record(entity: .song, key: "1", fields: ["trackName": .string("Old song"), "artistName": .string("A"),
-                                                            "releaseDate": .string("2020-01-01T00:00:00Z")]),
-            Catalog.Record(entity: .album, key: "2", fields: ["collectionName": .string("New album"), "artistName": .string("B & C"),
-                                                             "releaseDate": .string("2026-11-20T00:00:00Z")]),
+            Catalog.Record(entity: .song, key: "1", fields: ["name": .string("Old song"), "artist": .string("A"),
+                                                            "release_date": .string("2020-01-01T00:00:00Z")]),
+            Catalog.Record(entity: .album, key: "2", fields: ["name": .string("New album"), "artist": .string("B & C"),
+                                                             "release_date": .string("2026-11-20T00:00:00Z")]),
             Catalog.Record(entity: .episode, key: "3", fields: [
-                "trackName": .string("Episode <1>"), "collectionName": .string("Show"), "releaseDate": .string("2026-11-21T08:00:00Z"),
-                "episodeUrl": .string("https://cdn.example.com/e1.mp3"), "episodeFileSize": .string("1234"),
-                "trackTimeMillis": .int(61_000), "description": .string("A & B\nsecond line"),
+                "name": .string("Episode <1>"), "podcast": .string("Show"), "release_date": .string("2026-11-21T08:00:00Z"),
+                "enclosure_url": .string("https://cdn.example.com/e1.mp3"), "enclosure_length": .int(1234),
+                "duration_ms": .int(61_000), "description": .string("A & B\nsecond line"),
             ]),
         ]
         _ = try await store.apply(PageInput(runID: run.id, source: "s", scope: "x", page: 0, records: records))

@@ -138,12 +138,12 @@ import TestSupport
 
         // CSV per entity: read back with an independent RFC 4180 parser.
         let listings = try store.records(source: "market").count
-        let csvText = try String(contentsOf: out.appendingPathComponent("csv/listing.csv"), encoding: .utf8)
+        let csvText = try String(contentsOf: out.appendingPathComponent("csv/listings.csv"), encoding: .utf8)
         let reader = try CSVReader(string: csvText, hasHeaderRow: true)
         var rows = 0
         while reader.next() != nil { rows += 1 }
         #expect(rows == listings)
-        #expect(reader.headerRow?.first == "source")
+        #expect(reader.headerRow?.first == "key")
 
         let changesText = try String(contentsOf: out.appendingPathComponent("changes.csv"), encoding: .utf8)
         let changesReader = try CSVReader(string: changesText, hasHeaderRow: true)
@@ -163,10 +163,10 @@ import TestSupport
 
         // The consumer database has typed tables.
         let consumer = try DatabaseQueue(path: out.appendingPathComponent("e2e.sqlite").path)
-        let exported = try await consumer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM listing") }
+        let exported = try await consumer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM listings") }
         #expect(exported == listings)
         let priceType = try await consumer.read { db in
-            try String.fetchOne(db, sql: "SELECT typeof(price) FROM listing WHERE price IS NOT NULL LIMIT 1")
+            try String.fetchOne(db, sql: "SELECT typeof(price) FROM listings WHERE price IS NOT NULL LIMIT 1")
         }
         #expect(priceType == "real" || priceType == "integer")
     }

@@ -143,7 +143,7 @@ import TestSupport
         }
         #expect(document != nil, "\(label): the exported RSS is not well-formed XML")
         xmlFreeDoc(document)
-        for entity in ["listing", "podcast"] {
+        for entity in ["listings", "podcasts"] {
             let text = try String(contentsOf: out.appendingPathComponent("csv/\(entity).csv"), encoding: .utf8)
             let reader = try CSVReader(string: text, hasHeaderRow: true)
             let header = reader.headerRow ?? []

@@ -218,9 +218,12 @@ struct KillTestJob {
 
     /// Exports made from the records and the change log alone, with no
     /// wall-clock time in them: byte-identical when the stores are equal.
-    static let comparableExports = ["csv/listing.csv", "csv/podcast.csv", "changes.csv"]
+    static let comparableExports = ["csv/listings.csv", "csv/podcasts.csv", "changes.csv"]
     /// Every file the exports publish, relative to the output folder.
-    let exportFiles = Set(comparableExports + ["killtest.sqlite", "feeds/podcasts.xml", "feeds/podcasts.atom", "report.json"])
+    /// The CSV export writes every entity table's file, header only when the entity has no rows.
+    static let entityCSVs = ["albums", "apps", "artists", "audiobooks", "chart_entries", "ebooks", "episodes", "genres",
+                             "listings", "movies", "music_videos", "podcasts", "songs"].map { "csv/\($0).csv" }
+    let exportFiles = Set(comparableExports + entityCSVs + ["killtest.sqlite", "feeds/podcasts.xml", "feeds/podcasts.atom", "report.json"])
 
     init(label: String, binary: URL, yaml: String = yaml) throws {
         directory = TestPaths.temporaryDirectory(label)

@@ -1,0 +1,322 @@
+import Catalog
+import Snapshot
+
+/// The shape of the consumer exports (the SQLite file and the CSV files):
+/// table names, foreign keys, full-text search and views, all derived from
+/// the canonical model (``CanonicalSchema``) so the exports never name a
+/// field the model does not define.
+///
+/// Names are snake_case so no query needs quoting. Every entity table has the
+/// same layout: `key` (the entity's key, the primary key), one column per
+/// canonical field in model order, and `extra`: the members of the stored
+/// record that no column holds, as a JSON object (NULL when there are none;
+/// a source kind whose wire fields are not mapped yet keeps them there).
+enum ConsumerSchema {
+    /// The entity tables every consumer database has, even when empty, so a
+    /// script or a saved query written against one night's file reads the next.
+    static let entityTables: [EntityKind] = [
+        .podcast, .episode, .song, .album, .artist, .movie, .app, .audiobook, .ebook, .musicVideo,
+        .genre, .chartEntry, .listing,
+    ]
+
+    /// The table (and CSV file) of `entity`: its name in the plural, snake_case.
+    static func table(for entity: EntityKind) -> String {
+        switch entity {
+        case .podcast: "podcasts"
+        case .episode: "episodes"
+        case .song: "songs"
+        case .album: "albums"
+        case .artist: "artists"
+        case .movie: "movies"
+        case .app: "apps"
+        case .audiobook: "audiobooks"
+        case .ebook: "ebooks"
+        case .musicVideo: "music_videos"
+        case .genre: "genres"
+        case .chartEntry: "chart_entries"
+        case .listing: "listings"
+        // A store from before "one row per product" keeps details apart.
+        case .listingDetail: "listing_details"
+        // Records-file rows get one table per source (``RecordTables``); this
+        // name is only their fallback.
+        case .record: "records"
+        }
+    }
+
+    /// The identity column of an entity table.
+    static let keyColumn = "key"
+    /// The column holding a record's members that no other column holds.
+    static let extraColumn = "extra"
+
+    /// The tables and views the export itself defines, which a records-file
+    /// source's table may not take.
+    static var reservedNames: Set<String> {
+        let entities = EntityKind.allCases.filter { $0 != .record }
+        var names = Set(entities.map(table(for:)))
+        names.formUnion(["changes", "runs", "vendors", "charts"])
+        names.formUnion(views(entities: Set(EntityKind.allCases)).map(\.name))
+        names.formUnion(entities.map { searchTable(for: table(for: $0)) })
+        return names
+    }
+
+    // MARK: Foreign keys
+
+    /// A column that holds another table's key.
+    struct ForeignKey: Equatable {
+        var column: String
+        var table: String
+        var targetColumn: String
+    }
+
+    /// The foreign keys of `entity`'s table. They are declared so that tools
+    /// (Datasette, DB browsers) show links, never enforced: the file is
+    /// written with `PRAGMA foreign_keys` off, as SQLite's default is, so an
+    /// episode whose podcast was never crawled is an unlinked row, not an error.
+    ///
+    /// A chart entry's item may be any entity, and a foreign key names one
+    /// table: `item_key` is declared a key of the item's table only when every
+    /// chart entry in the file charts the same entity (`chartItems` holds
+    /// exactly one); mixed charts are linked by the `charts` view instead.
+    static func foreignKeys(of entity: EntityKind, chartItems: Set<String> = []) -> [ForeignKey] {
+        func key(_ column: String, _ target: EntityKind) -> ForeignKey {
+            ForeignKey(column: column, table: table(for: target), targetColumn: keyColumn)
+        }
+        switch entity {
+        case .podcast:
+            return [key("genre_id", .genre)]
+        case .episode:
+            return [key("podcast_id", .podcast)]
+        case .song, .musicVideo:
+            return [key("artist_id", .artist), key("album_id", .album)]
+        case .album:
+            return [key("artist_id", .artist)]
+        case .genre:
+            return [key("parent_id", .genre)]
+        case .chartEntry:
+            var keys = [key("genre_id", .genre)]
+            if chartItems.count == 1, let only = chartItems.first.flatMap(EntityKind.init(rawValue:)),
+               entityTables.contains(only), only != .chartEntry {
+                keys.append(key("item_key", only))
+            }
+            return keys
+        case .listing, .listingDetail:
+            return [ForeignKey(column: "vendor_id", table: "vendors", targetColumn: "id")]
+        case .artist, .movie, .app, .audiobook, .ebook, .record:
+            // Their `artist_id` is a maker's iTunes id, not a row of `artists`.
+            return []
+        }
+    }
+
+    // MARK: Full-text search
+
+    /// The columns of `entity` that full-text search covers: names and
+    /// descriptions, plus who made the thing and what it belongs to. Chart
+    /// entries repeat their items' names and have none.
+    static func searchColumns(of entity: EntityKind) -> [String] {
+        guard entity != .chartEntry else { return [] }
+        let fields = Set(CanonicalSchema.fields(of: entity).map(\.name))
+        return ["name", "artist", "album", "podcast", "description"].filter(fields.contains)
+    }
+
+    /// The FTS5 table of `table`. Named `{table}_fts` and declared with
+    /// `content="{table}"` (double quotes), which is how Datasette finds it.
+    static func searchTable(for table: String) -> String { "\(table)_fts" }
+
+    /// The statements that create and fill `table`'s full-text index: an
+    /// external-content FTS5 table over its rowids, the layout `sqlite-utils
+    /// enable-fts` makes. The file is never written again, so no triggers.
+    static func searchStatements(table: String, columns: [String]) -> [String] {
+        let fts = searchTable(for: table)
+        let list = columns.joined(separator: ", ")
+        return [
+            "CREATE VIRTUAL TABLE \(fts) USING fts5(\(list), content=\"\(table)\", content_rowid=\"rowid\")",
+            "INSERT INTO \(fts) (rowid, \(list)) SELECT rowid, \(list) FROM \(table)",
+        ]
+    }
+
+    // MARK: Views
+
+    /// A view that answers a common question in one `SELECT`.
+    struct View {
+        var name: String
+        var sql: String
+    }
+
+    /// The views over the entity tables (`entities` are those with a table).
+    static func views(entities: Set<EntityKind>) -> [View] {
+        var views: [View] = []
+        if entities.contains(.chartEntry) { views.append(chartsView(entities: entities)) }
+        if entities.contains(.episode), entities.contains(.podcast) {
+            views.append(View(name: "episodes_with_podcast", sql: """
+                SELECT e.*, p.name AS podcast_name, p.artist AS podcast_artist, p.genre AS podcast_genre,
+                       p.feed_url AS podcast_feed_url, p.artwork_url AS podcast_artwork_url
+                FROM episodes e LEFT JOIN podcasts p ON p.key = e.podcast_id
+                """))
+        }
+        if entities.contains(.podcast) {
+            views.append(View(name: "podcasts_by_genre", sql: """
+                SELECT genre, count(*) AS podcasts, sum(track_count) AS episodes, max(release_date) AS latest_release
+                FROM podcasts GROUP BY genre ORDER BY podcasts DESC, genre
+                """))
+        }
+        if entities.contains(.listing) {
+            // The latest price change of each listing still listed, where it went down.
+            views.append(View(name: "price_drops", sql: """
+                SELECT l.key, l.name, l.vendor_id, CAST(c.before AS REAL) AS price_before, CAST(c.after AS REAL) AS price_after,
+                       round(CAST(c.before AS REAL) - CAST(c.after AS REAL), 2) AS price_drop, l.currency,
+                       c.run_id, r.started_at AS dropped_at
+                FROM changes c JOIN listings l ON l.key = c.key LEFT JOIN runs r ON r.id = c.run_id
+                WHERE c.entity = 'listing' AND c.op = 'changed' AND c.field = 'price'
+                  AND c.rowid = (SELECT max(c2.rowid) FROM changes c2
+                                 WHERE c2.entity = 'listing' AND c2.key = c.key AND c2.op = 'changed' AND c2.field = 'price')
+                  AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
+                ORDER BY c.run_id DESC, l.key
+                """))
+        }
+        views.append(latestChangesView(entities: entities))
+        return views
+    }
+
+    /// Entities with a `name` column, in table order (what a join can label an item with).
+    static func named(_ entities: Set<EntityKind>) -> [EntityKind] {
+        entityTables.filter { entities.contains($0) && $0 != .chartEntry && CanonicalSchema.field("name", of: $0) != nil }
+    }
+
+    /// `charts`: exactly one row per (chart, country, genre_id, rank), in rank
+    /// order, with the item's name and artist from its own table where the
+    /// snapshot holds it (the chart's own text otherwise). The store keeps only
+    /// the latest crawl of each chart; should two entries ever claim one slot,
+    /// the one stored last (the newer) is the slot's.
+    static func chartsView(entities: Set<EntityKind>) -> View {
+        let items = named(entities)
+        let joins = items.enumerated().map { index, entity in
+            "LEFT JOIN \(table(for: entity)) i\(index) ON c.item_entity = '\(entity.rawValue)' AND i\(index).key = c.item_key"
+        }
+        func coalesce(_ column: String) -> String {
+            let sources = items.enumerated().filter { CanonicalSchema.field(column, of: $0.element) != nil }.map { "i\($0.offset).\(column)" }
+            return "COALESCE(" + (sources + ["c.\(column)"]).joined(separator: ", ") + ")"
+        }
+        let stored = items.indices.map { "i\($0).key IS NOT NULL" }.joined(separator: " OR ")
+        return View(name: "charts", sql: """
+            SELECT chart, country, genre_id, genre, rank, item_entity, item_key, name, artist, artwork_url, link, item_stored
+            FROM (SELECT c.chart, c.country, c.genre_id, c.genre, c.rank, c.item_entity, c.item_key,
+                         \(coalesce("name")) AS name, \(coalesce("artist")) AS artist, c.artwork_url, c.link,
+                         (\(stored.isEmpty ? "0" : stored)) AS item_stored,
+                         row_number() OVER (PARTITION BY c.chart, c.country, c.genre_id, c.rank ORDER BY c.rowid DESC) AS claim
+                  FROM chart_entries c \(joins.joined(separator: " ")))
+            WHERE claim = 1
+            ORDER BY chart, country, genre_id, rank
+            """)
+    }
+
+    /// `latest_changes`: what the exported run changed, each row with the
+    /// entity's name (from its table, or for a removed one from the change log).
+    static func latestChangesView(entities: Set<EntityKind>) -> View {
+        let cases = named(entities).map { "WHEN '\($0.rawValue)' THEN (SELECT name FROM \(table(for: $0)) WHERE key = c.key)" }
+        let current = cases.isEmpty ? "NULL" : "CASE c.entity \(cases.joined(separator: " ")) END"
+        return View(name: "latest_changes", sql: """
+            SELECT c.run_id, c.entity, c.key,
+                   COALESCE(\(current),
+                            CASE WHEN c.field IS NULL AND json_valid(c.before) THEN json_extract(c.before, '$.name') END,
+                            CASE WHEN c.field IS NULL AND json_valid(c.after) THEN json_extract(c.after, '$.name') END) AS name,
+                   c.op, c.field, c.before, c.after, c.source
+            FROM changes c WHERE c.run_id = (SELECT max(id) FROM runs)
+            ORDER BY c.entity, c.key, c.op, c.field
+            """)
+    }
+
+    // MARK: Records-file tables
+
+    /// A records-file source's table name: the source name in snake_case
+    /// (letters and digits kept, lower-cased; anything else one `_`), never
+    /// one of the export's own names or one `taken` already (`_records`, then
+    /// a number, is appended).
+    static func recordTable(source: String, taken: Set<String>) -> String {
+        let base = snakeCase(source, fallback: "records")
+        var name = reservedNames.contains(base) ? base + "_records" : base
+        var counter = 2
+        while taken.contains(name) || reservedNames.contains(name) {
+            name = "\(base)_records_\(counter)"
+            counter += 1
+        }
+        return name
+    }
+
+    /// `text` as a snake_case identifier: ASCII letters and digits lower-cased,
+    /// every other run of characters one `_`, none leading or trailing, and
+    /// never starting with a digit.
+    static func snakeCase(_ text: String, fallback: String) -> String {
+        var out = ""
+        var pendingUnderscore = false
+        for scalar in text.unicodeScalars {
+            if scalar.isASCII, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) {
+                if pendingUnderscore, !out.isEmpty { out.append("_") }
+                pendingUnderscore = false
+                out.unicodeScalars.append(scalar.properties.isUppercase ? Unicode.Scalar(scalar.value + 32)! : scalar)
+            } else {
+                pendingUnderscore = true
+            }
+        }
+        if out.isEmpty { return fallback }
+        if let first = out.unicodeScalars.first, ("0"..."9").contains(first) { out = "t_" + out }
+        return out
+    }
+
+    /// An identifier quoted for SQL (a records file's own column names may hold anything).
+    static func quoted(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+/// The `extra` cell of an entity row: the stored record's members that no
+/// column holds, so nothing the store kept is lost from a consumer file.
+enum ExtraMembers {
+    /// The members of `payload` (a JSON object) other than `columns`' fields,
+    /// as canonical JSON, or nil when there are none. `values` are the columns'
+    /// projected values, which make the common case (every member has a
+    /// column) a byte count instead of a parse.
+    static func json(payload: String, columns: [ExportColumn], values: [StoredValue]) -> String? {
+        let present = values.reduce(0) { $0 + ($1 == .null ? 0 : 1) }
+        if topLevelMemberCount(payload) == present { return nil }
+        guard case .object(var members)? = try? JSONParser.parse(payload) else { return nil }
+        for column in columns { members[column.field] = nil }
+        return members.isEmpty ? nil : String(decoding: CanonicalJSON.encodeObject(members), as: UTF8.self)
+    }
+
+    /// How many members the JSON object `text` has at its top level (its
+    /// commas outside strings and nested values, plus one); nil when `text`
+    /// is not an object.
+    static func topLevelMemberCount(_ text: String) -> Int? {
+        var utf8 = text.utf8.makeIterator()
+        var depth = 0, commas = 0, inString = false, escaped = false, sawMember = false, started = false
+        while let byte = utf8.next() {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
+                continue
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                if !started {
+                    guard byte == UInt8(ascii: "{") else { return nil }
+                    started = true
+                } else if depth == 1 { sawMember = true }
+                depth += 1
+                continue
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                continue
+            case UInt8(ascii: "\""):
+                inString = true
+            case UInt8(ascii: ","):
+                if depth == 1 { commas += 1 }
+            default:
+                break
+            }
+            guard started else { return nil }
+            if depth == 1 { sawMember = true }
+        }
+        return sawMember ? commas + 1 : 0
+    }
+}

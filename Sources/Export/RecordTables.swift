@@ -1,0 +1,317 @@
+import Catalog
+import Foundation
+import Snapshot
+
+/// A column of a records-file source as a field registry describes it.
+struct RecordField: Sendable, Equatable {
+    /// The column's name in the file's header (the record's member name).
+    var name: String
+    var kind: ExportColumn.Kind
+    /// Where the column stands in the file, from 0.
+    var position: Int
+}
+
+/// The fields of a records-file source read off its rows, for as long as
+/// the store gives no field registry: every member any row has, in the order
+/// first met (a row's new members in the order the stored record lists them,
+/// which is name order), each typed by the widest value seen: integer, then
+/// real, then text. Booleans count as integers (0/1), objects and arrays as
+/// text (JSON); nulls say nothing, and a column of nulls only is text.
+///
+/// Rows are scanned, not parsed: a records file can hold millions of rows,
+/// and the members' names and the first byte of each value are all it takes.
+/// Rows of one file list the same names in the same order, so a name is
+/// compared with the previous row's bytes and decoded only when it differs.
+struct RecordFieldInference: Sendable {
+    private var names: [String] = []
+    private var index: [String: Int] = [:]
+    private var kinds: [ExportColumn.Kind?] = []
+    /// The previous row's member names (UTF-8 as stored) and their field indexes.
+    private var lastRow: [(bytes: [UInt8], field: Int)] = []
+
+    init() {}
+
+    /// Adds what the stored record `payload` (a JSON object) says.
+    mutating func observe(_ payload: String) {
+        var payload = payload
+        payload.withUTF8 { bytes in
+            var position = 0
+            JSONMembers.scan(bytes) { name, escaped, kind in
+                let field: Int
+                if position < lastRow.count, !escaped, lastRow[position].bytes.elementsEqual(bytes[name]) {
+                    field = lastRow[position].field
+                } else {
+                    let text = escaped ? JSONMembers.decodeName(bytes[name]) : String(decoding: bytes[name], as: UTF8.self)
+                    field = fieldIndex(text)
+                    let entry = (bytes: Array(bytes[name]), field: field)
+                    if position < lastRow.count { lastRow[position] = entry } else { lastRow.append(entry) }
+                }
+                kinds[field] = Self.widen(kinds[field], kind)
+                position += 1
+            }
+            if position < lastRow.count { lastRow.removeSubrange(position...) }
+        }
+    }
+
+    private mutating func fieldIndex(_ name: String) -> Int {
+        if let known = index[name] { return known }
+        names.append(name)
+        kinds.append(nil)
+        index[name] = names.count - 1
+        return names.count - 1
+    }
+
+    var fields: [RecordField] {
+        names.indices.map { RecordField(name: names[$0], kind: kinds[$0] ?? .text, position: $0) }
+    }
+
+    static func widen(_ a: ExportColumn.Kind?, _ b: ExportColumn.Kind?) -> ExportColumn.Kind? {
+        guard let a else { return b }
+        guard let b else { return a }
+        func rank(_ kind: ExportColumn.Kind) -> Int {
+            switch kind {
+            case .integer: 0
+            case .real: 1
+            case .text: 2
+            }
+        }
+        return rank(a) >= rank(b) ? a : b
+    }
+}
+
+/// A scanner of a JSON object's top-level members: each member's name (as
+/// a byte range, and whether it holds escapes) and the kind of its value,
+/// read from the value's first bytes; nested values are skipped, not parsed.
+enum JSONMembers {
+    /// Calls `body` for each member of the object in `bytes`; stops quietly
+    /// at anything that is not a well-formed object (the store only holds well-formed ones).
+    static func scan(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (_ name: Range<Int>, _ escaped: Bool, _ kind: ExportColumn.Kind?) -> Void) {
+        var i = 0
+        let count = bytes.count
+        func skipSpace() {
+            while i < count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
+        }
+        /// Skips a string whose opening quote is at `i`; returns whether it held an escape.
+        func skipString() -> Bool {
+            var escaped = false
+            i += 1
+            while i < count {
+                switch bytes[i] {
+                case UInt8(ascii: "\\"): escaped = true; i += 2
+                case UInt8(ascii: "\""): i += 1; return escaped
+                default: i += 1
+                }
+            }
+            return escaped
+        }
+        skipSpace()
+        guard i < count, bytes[i] == UInt8(ascii: "{") else { return }
+        i += 1
+        while true {
+            skipSpace()
+            guard i < count, bytes[i] == UInt8(ascii: "\"") else { return }
+            let nameStart = i + 1
+            let escaped = skipString()
+            let name = nameStart..<(i - 1)
+            skipSpace()
+            guard i < count, bytes[i] == UInt8(ascii: ":") else { return }
+            i += 1
+            skipSpace()
+            guard i < count else { return }
+            let kind: ExportColumn.Kind?
+            switch bytes[i] {
+            case UInt8(ascii: "\""):
+                _ = skipString()
+                kind = .text
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                var depth = 0
+                while i < count {
+                    switch bytes[i] {
+                    case UInt8(ascii: "\""): _ = skipString(); continue
+                    case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+                    default: break
+                    }
+                    i += 1
+                    if depth == 0 { break }
+                }
+                kind = .text
+            case UInt8(ascii: "n"):
+                i += 4
+                kind = nil
+            case UInt8(ascii: "t"), UInt8(ascii: "f"):
+                i += bytes[i] == UInt8(ascii: "t") ? 4 : 5
+                kind = .integer
+            default:
+                var real = false
+                while i < count, bytes[i] != UInt8(ascii: ","), bytes[i] != UInt8(ascii: "}"), bytes[i] > 0x20 {
+                    if bytes[i] == UInt8(ascii: ".") || bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") { real = true }
+                    i += 1
+                }
+                kind = real ? .real : .integer
+            }
+            body(name, escaped, kind)
+            skipSpace()
+            guard i < count, bytes[i] == UInt8(ascii: ",") else { return }
+            i += 1
+        }
+    }
+
+    /// A member name holding escapes, decoded (the bytes between its quotes).
+    static func decodeName(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String {
+        (try? JSONParser.parse([UInt8(ascii: "\"")] + Array(bytes) + [UInt8(ascii: "\"")]))?.stringValue
+            ?? String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// The table (and CSV file) of one records-file source: its key, then the
+/// file's columns in the file's order with the file's types.
+struct RecordTableLayout: Sendable, Equatable {
+    var source: String
+    /// ``ConsumerSchema/recordTable(source:taken:)``.
+    var table: String
+    /// The record's key (the job's `keyField` value as text): `key`, or
+    /// `record_key` when the file has a column of its own named `key`.
+    var keyColumn: String
+    /// The file's columns: `name` as in the table (the header's name; a second
+    /// spelling of a name SQLite treats as the same gets `_2`), `field` the
+    /// record's member.
+    var columns: [ExportColumn]
+
+    /// The layout of `source` with `fields` (a registry, or what
+    /// ``RecordFieldInference`` read off the rows), named `table`.
+    init(source: String, table: String, fields: [RecordField]) {
+        self.source = source
+        self.table = table
+        var taken: Set<String> = []
+        var columns: [ExportColumn] = []
+        for field in fields.sorted(by: { $0.position < $1.position }) {
+            var name = field.name
+            var counter = 2
+            // SQLite compares identifiers case-blind (ASCII), so must this.
+            while taken.contains(name.lowercased()) {
+                name = "\(field.name)_\(counter)"
+                counter += 1
+            }
+            taken.insert(name.lowercased())
+            columns.append(ExportColumn(name, field.name, field.kind))
+        }
+        self.columns = columns
+        var key = ConsumerSchema.keyColumn
+        var counter = 2
+        while taken.contains(key) {
+            key = counter == 2 ? "record_key" : "record_key_\(counter)"
+            counter += 1
+        }
+        keyColumn = key
+    }
+}
+
+/// Records-file rows (entity `record`) as their users' tables: one table,
+/// and one CSV file, per source, in the file's own columns.
+///
+/// The columns are the store's field registry of each source (the file's
+/// header order, each column typed by the widest value it has had); a store
+/// without one (an older store's source no run has crawled since) has them
+/// read off the rows (``RecordFieldInference``, one scan). The values are
+/// then projected by the store like any entity's columns.
+enum RecordTables {
+    /// Every source's layout, in source-name order.
+    static func layouts(store: any SnapshotStore) throws -> [RecordTableLayout] {
+        var inference: [String: RecordFieldInference] = [:]
+        try store.forEachRecord(of: .record, columns: [], order: .insertion) { record in
+            inference[record.source, default: RecordFieldInference()].observe(record.payload)
+        }
+        var taken: Set<String> = []
+        return try inference.keys.sorted().map { source in
+            let table = ConsumerSchema.recordTable(source: source, taken: taken)
+            taken.insert(table)
+            let registered = try store.registeredFields(source: source, entity: .record)
+            let fields = registered.isEmpty ? inference[source]!.fields
+                : registered.enumerated().map { RecordField(name: $1.name, kind: columnKind($1.kind), position: $0) }
+            return RecordTableLayout(source: source, table: table, fields: fields)
+        }
+    }
+
+    /// The column type of a registry's kind: dates are ISO 8601 text, booleans 0/1.
+    static func columnKind(_ kind: String) -> ExportColumn.Kind {
+        switch kind {
+        case "integer", "boolean": .integer
+        case "real": .real
+        default: .text
+        }
+    }
+
+    /// The row's key in its own file: the snapshot's key names the source
+    /// too (`inventory:42`), so two files sharing keys stay apart.
+    static func ownKey(_ record: ProjectedRecord) -> String {
+        let prefix = record.source + ":"
+        return record.key.hasPrefix(prefix) ? String(record.key.dropFirst(prefix.count)) : record.key
+    }
+
+    /// One projection for every source's rows: each member any source has,
+    /// once; and, per source, where its columns are in it.
+    static func projection(_ layouts: [RecordTableLayout]) -> (columns: [ExportColumn], positions: [String: [Int]]) {
+        var columns: [ExportColumn] = []
+        var index: [String: Int] = [:]
+        var positions: [String: [Int]] = [:]
+        for layout in layouts {
+            positions[layout.source] = layout.columns.map { column in
+                if let known = index[column.field] { return known }
+                columns.append(ExportColumn(column.field, column.field))
+                index[column.field] = columns.count - 1
+                return columns.count - 1
+            }
+        }
+        return (columns, positions)
+    }
+
+    /// Creates and fills every source's table; returns the rows written.
+    static func copy(store: any SnapshotStore, into file: SQLiteFile) throws -> Int {
+        let layouts = try layouts(store: store)
+        var inserts: [String: SQLiteFile.Statement] = [:]
+        for layout in layouts {
+            let definitions = ["\(ConsumerSchema.quoted(layout.keyColumn)) TEXT PRIMARY KEY"]
+                + layout.columns.map { "\(ConsumerSchema.quoted($0.name)) \($0.kind.rawValue)" }
+            try file.execute("CREATE TABLE \(layout.table) (\(definitions.joined(separator: ", ")))")
+            let placeholders = Array(repeating: "?", count: layout.columns.count + 1).joined(separator: ", ")
+            inserts[layout.source] = try file.prepare("INSERT INTO \(layout.table) VALUES (\(placeholders))")
+        }
+        let (columns, positions) = projection(layouts)
+        var count = 0
+        try store.forEachRecord(of: .record, columns: columns, order: .insertion) { record in
+            guard let insert = inserts[record.source], let columns = positions[record.source] else { return }
+            insert.bind(1, ownKey(record))
+            for (index, position) in columns.enumerated() { insert.bind(index + 2, record.values[position]) }
+            try insert.run()
+            count += 1
+        }
+        return count
+    }
+
+    /// `{table}.csv` in `directory` for every source: the key, then the file's columns.
+    static func writeCSV(directory: URL, options: CSVOptions, store: any SnapshotStore) throws -> [ExportedFile] {
+        var files: [ExportedFile] = []
+        let layouts = try layouts(store: store)
+        let (columns, positions) = projection(layouts)
+        for layout in layouts {
+            let url = directory.appendingPathComponent("\(layout.table).csv")
+            let header = [layout.keyColumn] + layout.columns.map(\.name)
+            let mine = positions[layout.source] ?? []
+            // One pass over the rows per source: a CSV file is written whole by one call.
+            let rows = try CSVWriter.write(to: url, header: header, options: options) { emit in
+                var cells: [CSVCell] = []
+                cells.reserveCapacity(header.count)
+                try store.forEachRecord(of: .record, columns: columns, order: .insertion) { record in
+                    guard record.source == layout.source else { return }
+                    cells.removeAll(keepingCapacity: true)
+                    cells.append(.text(ownKey(record)))
+                    for position in mine { cells.append(CSVExport.cell(record.values[position])) }
+                    try emit(cells)
+                }
+            }
+            files.append(ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows))
+        }
+        return files
+    }
+}
