@@ -267,6 +267,9 @@ enum Schema {
                 ) WITHOUT ROWID;
 
                 CREATE TABLE store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+                -- The simulated night of a record's last miss: the same night crawled
+                -- again (`--night N`) is the same evidence, not one more miss.
+                ALTER TABLE misses ADD COLUMN night INTEGER;
                 -- The change log is the entities' from now on: looked up by entity, not by source.
                 DROP INDEX IF EXISTS changes_by_record;
                 CREATE INDEX changes_by_entity ON changes(entity, key) WHERE op = 'changed';

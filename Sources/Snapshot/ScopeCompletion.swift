@@ -124,10 +124,17 @@ extension SQLiteSnapshotStore {
                 if !seen.contains(identity) { missed.append(identity) }
             }
         }
-        var missCounts: [RecordIdentity: Int] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT entity, key, count FROM misses WHERE source = ?", arguments: [source]) {
+        let night = try Int.fetchOne(db, sql: "SELECT night FROM runs WHERE id = ?", arguments: [runID])
+        var missCounts: [RecordIdentity: (count: Int, night: Int?)] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT entity, key, count, night FROM misses WHERE source = ?", arguments: [source]) {
             guard let entity = EntityKind(rawValue: row["entity"]) else { continue }
-            missCounts[RecordIdentity(entity: entity, key: row["key"])] = row["count"]
+            missCounts[RecordIdentity(entity: entity, key: row["key"])] = (row["count"], row["night"])
+        }
+        /// Consecutive complete crawls that missed `identity`, this one included.
+        func misses(_ identity: RecordIdentity) -> Int {
+            guard let previous = missCounts[identity] else { return 1 }
+            if let night, previous.night == night { return previous.count }
+            return previous.count + 1
         }
         // A record that came back is no longer missing.
         for identity in missCounts.keys where seen.contains(identity) {
@@ -143,7 +150,7 @@ extension SQLiteSnapshotStore {
         // a chart is churn, not evidence that anything disappeared.
         func isRanked(_ identity: RecordIdentity) -> Bool { mapping.role(identity.entity) == .ranks }
         func isDue(_ identity: RecordIdentity) -> Bool {
-            isRanked(identity) || (missCounts[identity] ?? 0) + 1 >= policy.afterMisses
+            isRanked(identity) || misses(identity) >= policy.afterMisses
         }
         if !missed.isEmpty, missed.count == members, missed.allSatisfy(isRanked) {
             result.guardWarning = "\(source)/\(scope): the list came back empty where it held \(members) entries; nothing was removed. "
@@ -164,7 +171,7 @@ extension SQLiteSnapshotStore {
             }
         }
         for identity in missed {
-            let count = (missCounts[identity] ?? 0) + 1
+            let count = misses(identity)
             if isDue(identity), result.guardWarning == nil {
                 try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
                                arguments: [source, identity.entity.rawValue, identity.key])
@@ -185,13 +192,68 @@ extension SQLiteSnapshotStore {
                 removed.append(identity)
             } else if !isRanked(identity) {
                 try db.execute(sql: """
-                    INSERT INTO misses (source, entity, key, count) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (source, entity, key) DO UPDATE SET count = excluded.count
-                    """, arguments: [source, identity.entity.rawValue, identity.key, count])
+                    INSERT INTO misses (source, entity, key, count, night) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (source, entity, key) DO UPDATE SET count = excluded.count, night = excluded.night
+                    """, arguments: [source, identity.entity.rawValue, identity.key, count, night])
                 result.pending += 1
             }
         }
         try addCounts(db, runID: runID, source: source, removed: result.removed, recordWrites: result.recordRowsWritten)
         return result
+    }
+}
+
+extension SQLiteSnapshotStore {
+    /// Ends a scope the job no longer has (a dependent source's feed whose
+    /// podcast left its upstream): its records have left every scope of the
+    /// source, so their sightings end now, and its checkpoint and page memos go.
+    package func retireScope(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> RemovalResult {
+        let mapping = mapping(for: source)
+        // A record another scope of the source listed tonight stays, whatever
+        // scope it was filed under (batches of ids regroup as inputs change).
+        let seenKeys = seenSnapshot(source: source)
+        var removed: [RecordIdentity] = []
+        var cascaded: [(source: String, identity: RecordIdentity)] = []
+        defer {
+            digests(of: source)?.update(removed.map { ($0, nil) })
+            for (other, identity) in cascaded { digests(of: other)?.update([(identity, nil)]) }
+        }
+        do {
+            return try pool.write { db in
+                var result = RemovalResult()
+                let entities = try EntityWriter(db, runID: runID, logAddedValues: true)
+                let members = try Row.fetchAll(db, sql: "SELECT entity, key FROM records WHERE source = ? AND scope = ?",
+                                               arguments: [source, scope]).compactMap { row -> RecordIdentity? in
+                    EntityKind(rawValue: row[0]).map { RecordIdentity(entity: $0, key: row[1]) }
+                }
+                var gone: [RecordIdentity] = []
+                var orphans: [(source: String, identity: RecordIdentity)] = []
+                for identity in members where !seenKeys.contains(identity) {
+                    try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
+                                   arguments: [source, identity.entity.rawValue, identity.key])
+                    result.recordRowsWritten += db.changesCount
+                    try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                                   arguments: [source, identity.entity.rawValue, identity.key])
+                    let sighting = Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
+                    for orphan in try entities.end(sighting, entity: mapping.entity(of: identity.entity), key: identity.key) {
+                        try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
+                                       arguments: [orphan.source, orphan.kind.rawValue, identity.key])
+                        orphans.append((orphan.source, RecordIdentity(entity: orphan.kind, key: identity.key)))
+                    }
+                    gone.append(identity)
+                    result.removed += 1
+                }
+                try db.execute(sql: "DELETE FROM scopes WHERE source = ? AND scope = ?", arguments: [source, scope])
+                try db.execute(sql: "DELETE FROM page_memos WHERE source = ? AND scope = ?", arguments: [source, scope])
+                try Self.addCounts(db, runID: runID, source: source, removed: result.removed, recordWrites: result.recordRowsWritten)
+                removed = gone
+                cascaded = orphans
+                return result
+            }
+        } catch {
+            removed = []
+            cascaded = []
+            throw .storage(path: path, reason: "retiring \(source)/\(scope): \(error)")
+        }
     }
 }

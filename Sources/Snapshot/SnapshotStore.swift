@@ -91,6 +91,11 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// once per scope and run, atomically.
     func sweepScope(runID: Int64, source: String, scope: String, removal policy: RemovalPolicy) throws(StoreSyncError) -> RemovalResult
 
+    /// Ends a scope the job no longer has (a dependent source's scope whose
+    /// upstream record is gone or no longer selected): its records' sightings
+    /// end at once, and its checkpoint goes.
+    func retireScope(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> RemovalResult
+
     /// Prepares a first load into an empty store (a backend may drop indexes
     /// to build them once at the end). Returns whether it did.
     func beginBulkLoad() throws(StoreSyncError) -> Bool

@@ -215,8 +215,13 @@ public struct Runner: Sendable {
 
         var phase = CrawlPhase()
         for source in job.sources {
+            // A dependent source may retire the scopes of upstream records
+            // that are gone only when the upstream was crawled whole tonight.
+            let upstreamComplete = source.settings.upstream.map { upstream in
+                phase.sources.contains { $0.name == upstream && $0.scopesComplete == $0.scopesTotal && $0.errors.isEmpty }
+            } ?? false
             let report = await crawl(source: source, baseURL: session.baseURL, run: run, store: store, fetcher: fetcher,
-                                     progress: options.progress, warnings: &phase.warnings)
+                                     upstreamComplete: upstreamComplete, progress: options.progress, warnings: &phase.warnings)
             phase.errors += report.errors
             phase.sources.append(report)
         }
@@ -237,7 +242,8 @@ public struct Runner: Sendable {
     /// the follow-up scopes for what changed, then the removal pass.
     /// `baseURL` is where the run's services are (nil: the real ones).
     func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: any SnapshotStore, fetcher: Fetcher,
-               progress: (@Sendable (RunProgress) -> Void)?, warnings: inout [String]) async -> SourceReport {
+               upstreamComplete: Bool = false, progress: (@Sendable (RunProgress) -> Void)?,
+               warnings: inout [String]) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
         let started = clock.now()
@@ -308,6 +314,20 @@ public struct Runner: Sendable {
                 if let warning = removal.guardWarning {
                     result.warnings.append(warning)
                     logger.warning("\(warning)")
+                }
+            } catch {
+                result.errors.append(error.description)
+            }
+        }
+        // Scopes the source followed before and no longer has (a feed whose
+        // podcast left the search, or the first `maxFeeds`): what they listed
+        // has left every scope. Only where the scopes are every selected input
+        // (`select: all`): a new-or-changed selection leaves unchanged ones out.
+        if inputRequest?.selection == .all, upstreamComplete {
+            let current = Set(scopes.map(\.id))
+            do {
+                for stale in try store.scopeStates() where stale.source == source.name && !current.contains(stale.scope) {
+                    _ = try store.retireScope(runID: run.id, source: source.name, scope: stale.scope)
                 }
             } catch {
                 result.errors.append(error.description)

@@ -172,4 +172,25 @@ import TestSupport
         #expect(removals["inventory"]?.removed == 1)
         #expect(try rows(store, .record).keys.sorted() == ["prices:1"])
     }
+
+    @Test func theSameNightCrawledAgainIsNotOneMoreMiss() async throws {
+        let store = try store()
+        let policy = RemovalPolicy(afterMisses: 2, maxRatio: 1)
+        func night(_ number: Int, _ keys: [Int]) async throws -> RemovalResult {
+            let run = try store.beginRun(job: "t", at: Date(), simulated: true, night: number)
+            var input = PageInput(runID: run.id, source: "search", scope: "s", page: 0,
+                                  records: keys.map { podcast($0, ["trackName": "P"]) })
+            input.completesScope = true
+            _ = try await store.apply(input)
+            try store.finishScope(runID: run.id, source: "search", scope: "s", state: .complete, error: nil)
+            let removal = try store.sweepScope(runID: run.id, source: "search", scope: "s", removal: policy)
+            try store.finishRun(run.id, status: .ok, message: nil, at: Date())
+            return removal
+        }
+        _ = try await night(1, [1, 2])
+        #expect(try await night(2, [1]).pending == 1)
+        #expect(try await night(2, [1]).removed == 0, "night 2 again is the same miss, not a second one")
+        #expect(try await night(3, [1]).removed == 1)
+        #expect(try rows(store).keys.sorted() == ["1"])
+    }
 }
