@@ -102,7 +102,9 @@ extension SQLiteSnapshotStore {
 
     package func recordsNewestAdded(_ entity: EntityKind, thenBy field: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
-            SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r JOIN runs ON runs.id = r.added_run
+            SELECT r.entity, r.key, r.payload, runs.started_at AS run_started FROM records r
+            -- LEFT: retention may have pruned the run that added a record long ago; the record stays listed.
+            LEFT JOIN runs ON runs.id = r.added_run
             WHERE r.entity = ? ORDER BY r.added_run DESC, json_extract(r.payload, ?) DESC, r.key
             """, [entity.rawValue, Self.jsonPath(field)])
     }
