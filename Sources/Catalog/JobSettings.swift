@@ -222,3 +222,20 @@ public struct CSVExportOptions: Sendable, Equatable {
     }
 }
 
+
+/// How much history a job keeps (`retention:` in a job file): change-log
+/// rows and runs older than `days` are pruned after each finished run.
+///
+/// Age is counted on the runs' own dates: for a simulated job, in nights
+/// (night N is N − 1 days after night 1), so a year of nights crawled in an
+/// hour ages like a year; otherwise from when each run started. Only
+/// history goes: current records, scopes, checkpoints and removal counts are
+/// live state and stay whatever their age.
+public struct RetentionPolicy: Sendable, Equatable {
+    /// Runs that started this many days or more before the current run are pruned, with their change log.
+    public var days: Int
+
+    public init(days: Int) {
+        self.days = days
+    }
+}

@@ -104,7 +104,9 @@ extension SQLiteSnapshotStore {
 
     package func recordsNewestAdded(_ entity: EntityKind, thenBy field: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
-            SELECT e.entity, e.key, e.fields AS payload, runs.started_at AS run_started FROM entities e JOIN runs ON runs.id = e.added_run
+            SELECT e.entity, e.key, e.fields AS payload, runs.started_at AS run_started FROM entities e
+            -- LEFT: retention may have pruned the run that added an entity long ago; the entity stays listed.
+            LEFT JOIN runs ON runs.id = e.added_run
             WHERE e.entity = ? ORDER BY e.added_run DESC, json_extract(e.fields, ?) DESC, e.key
             """, [entity.rawValue, Self.jsonPath(field)])
     }

@@ -103,6 +103,17 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// Ends what ``beginBulkLoad()`` began.
     func endBulkLoad() throws(StoreSyncError)
 
+    // MARK: Retention
+
+    /// Deletes history older than `days` days before run `runID` (change-log
+    /// rows, runs and their per-source counters) and hands the space back to
+    /// the file system when enough of it is free (`retention:` in a job file).
+    /// Age is counted in simulated nights when `runID` crawled one, otherwise
+    /// on start times. Never pruned: `runID` itself and any run a resume
+    /// needs (one still running, or whose exports are owed); never touched:
+    /// records, scopes, checkpoints and other live state.
+    func pruneHistory(olderThan days: Int, before runID: Int64) throws(StoreSyncError) -> PruneResult
+
     // MARK: Dependent sources
 
     /// The records a dependent source starts from: those of `source` (of the

@@ -103,13 +103,15 @@ extension SettingsReader {
     // MARK: The job
 
     mutating func job(_ top: Fields, rules: JobFileRules) -> JobSpec? {
-        checkKeys(top, path: "", allowed: ["name", "store", "output", "simulator", "http", "sources", "exports"])
+        checkKeys(top, path: "", allowed: ["name", "store", "output", "simulator", "http", "sources", "exports",
+                                                  "retention"])
         let name = string(top, "name", path: "", required: true)
         if let name, name.contains("/") { issue(value(top, "name"), "name", "must not contain '/'") }
         let store = string(top, "store", path: "", required: true)
         let output = string(top, "output", path: "", required: true)
         let simulator = value(top, "simulator").flatMap { simulatorSpec($0, checkFaults: rules.checkFaults) }
         let http = value(top, "http").flatMap { httpSettings($0) } ?? HTTPSettings()
+        let retention = value(top, "retention").flatMap { retentionPolicy($0) }
         var sources: [SourceSpec] = []
         if let node = value(top, "sources") {
             if let sequence = node.sequence, !sequence.isEmpty {
@@ -148,7 +150,32 @@ extension SettingsReader {
         guard let name, let store, let output else { return nil }
         return JobSpec(
             name: name, file: file, storePath: resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
-            sources: sources, exports: exports)
+            sources: sources, exports: exports, retention: retention)
+    }
+
+    static let retentionDays = 1...36_500
+
+    /// `retention: {days: 90}`, or the shorthand `retention: 90`.
+    mutating func retentionPolicy(_ node: JobNode) -> RetentionPolicy? {
+        let hint = "e.g. retention: {days: 90} keeps 90 days of change log and runs (leave retention out to keep them all)"
+        if let scalar = node.scalar {
+            guard let days = scalar.int, !scalar.isNull else {
+                issue(node, "retention", "expected a number of days or {days: N}; \(hint)")
+                return nil
+            }
+            guard Self.retentionDays.contains(days) else {
+                issue(node, "retention", "must be between \(Self.retentionDays.lowerBound) and \(Self.retentionDays.upperBound) days, got \(days); \(hint)")
+                return nil
+            }
+            return RetentionPolicy(days: days)
+        }
+        guard let fields = mapping(node, path: "retention") else { return nil }
+        checkKeys(fields, path: "retention", allowed: ["days"])
+        guard value(fields, "days") != nil else {
+            issue(anchor(fields) ?? node, "retention.days", "is required; \(hint)")
+            return nil
+        }
+        return int(fields, "days", path: "retention", range: Self.retentionDays).map(RetentionPolicy.init(days:))
     }
 
     mutating func simulatorSpec(_ node: JobNode, checkFaults: (@Sendable ([String]) -> String?)?) -> SimulatorSpec? {

@@ -18,11 +18,13 @@ public struct JobSpec: Sendable, Equatable {
     public var http: HTTPSettings
     public var sources: [SourceSpec]
     public var exports: [ExportSpec]
+    /// How long the change log and runs are kept; nil keeps them all.
+    public var retention: RetentionPolicy?
 
     public init(
         name: String, file: String, storePath: String, outputDirectory: String,
         simulator: SimulatorSpec? = nil, http: HTTPSettings = .init(),
-        sources: [SourceSpec], exports: [ExportSpec]
+        sources: [SourceSpec], exports: [ExportSpec], retention: RetentionPolicy? = nil
     ) {
         self.name = name
         self.file = file
@@ -32,6 +34,7 @@ public struct JobSpec: Sendable, Equatable {
         self.http = http
         self.sources = sources
         self.exports = exports
+        self.retention = retention
     }
 }
 

@@ -37,10 +37,31 @@ extension RunReport {
                          + " (the listing shifted while it was paged; each row was stored once)")
         }
         lines += Self.exportLines(exports)
+        if let pruned { lines.append(Self.retentionLine(pruned)) }
         for warning in warnings { lines.append("warning: \(warning)") }
         for notice in notices { lines.append("note: \(notice)") }
         for error in errors { lines.append("error: \(error)") }
         return lines.joined(separator: "\n")
+    }
+
+    /// What retention pruned: shown only when it pruned something.
+    static func retentionLine(_ pruned: PruneResult) -> String {
+        let cutoff: String
+        switch pruned.cutoff {
+        case .night(let night)?: cutoff = " (night \(night) and earlier)"
+        case .date(let date)?: cutoff = " (started by \(ISO8601DateFormatter().string(from: date)))"
+        case nil: cutoff = ""
+        }
+        var line = "retention: pruned \(pruned.runs) run\(pruned.runs == 1 ? "" : "s")\(cutoff) and "
+            + "\(pruned.changes) change-log row\(pruned.changes == 1 ? "" : "s")"
+        let megabytes = { (bytes: Int64) in String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+        switch pruned.reclaim {
+        case .none: line += "; the space freed is reused by later runs"
+        case .incremental, .full:
+            line += "; store \(megabytes(pruned.bytesBefore)) → \(megabytes(pruned.bytesAfter))"
+                + (pruned.reclaim == .full ? " (vacuumed; incremental from now on)" : " (incremental vacuum)")
+        }
+        return line
     }
 
     /// One line per file, except folders of many files (one feed per genre),

@@ -42,6 +42,8 @@ public struct RunReport: Sendable {
     public var seconds: Double
     /// A dry run worked on a throwaway copy of the store and wrote no file.
     public var dryRun: Bool = false
+    /// What the job's `retention:` pruned after the run; nil when it pruned nothing.
+    public var pruned: PruneResult?
 
     /// Rows of the records table written by this run: always added + changed + removed.
     public var recordRowsWritten: Int { sources.reduce(0) { $0 + $1.counts.recordRowsWritten } }
@@ -168,14 +170,28 @@ public struct Runner: Sendable {
             }
         }
 
+        // History goes only once the run is done (exports written): a resume never needs what was pruned.
+        var pruned: PruneResult?
+        var warnings = phase.warnings
+        if writeExports, outcome != .failed, let retention = job.retention {
+            do {
+                let result = try store.pruneHistory(olderThan: retention.days, before: run.id)
+                if !result.isEmpty { pruned = result }
+            } catch {
+                // Old history left in place costs space, not correctness: the run stands.
+                logger.warning("retention: \(error.description)")
+                warnings.append("retention: \(error.description)")
+            }
+        }
+
         let counts = try store.sourceCounts(runID: run.id)
         for index in phase.sources.indices {
             phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
         }
         var report = RunReport(
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
-            sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: phase.warnings, errors: errors,
-            seconds: clock.now() - started)
+            sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: warnings, errors: errors,
+            seconds: clock.now() - started, pruned: pruned)
         report.notices = try store.schemaChanges(runID: run.id).map(\.description)
         return report
     }

@@ -1,0 +1,139 @@
+import Catalog
+import Foundation
+import GRDB
+
+/// What ``SnapshotStore/pruneHistory(olderThan:before:)`` removed.
+public struct PruneResult: Sendable, Equatable {
+    /// Runs deleted, with their per-source counters.
+    public var runs = 0
+    /// Change-log rows deleted.
+    public var changes = 0
+    /// How the cut was measured: the last pruned night of a simulated job, or
+    /// the moment runs must have started before to be pruned.
+    public var cutoff: Cutoff?
+    /// The store's size on disk before and after (its main file and write-ahead log).
+    public var bytesBefore: Int64 = 0
+    public var bytesAfter: Int64 = 0
+    /// How free pages were handed back to the file system, if they were.
+    public var reclaim: Reclaim = .none
+
+    public enum Cutoff: Sendable, Equatable {
+        /// Runs of this night and earlier.
+        case night(Int)
+        /// Runs started at or before this moment.
+        case date(Date)
+    }
+
+    public enum Reclaim: String, Sendable, Equatable {
+        /// Too little was freed to be worth moving pages: later writes reuse it.
+        case none
+        /// `PRAGMA incremental_vacuum`: free pages cut off the end of the file.
+        case incremental
+        /// A full `VACUUM` that also switched the file to incremental vacuum.
+        case full
+    }
+
+    public init() {}
+
+    /// Nothing was deleted.
+    public var isEmpty: Bool { runs == 0 && changes == 0 }
+}
+
+extension SQLiteSnapshotStore {
+    /// Free pages, as a fraction of the file, above which a prune hands them
+    /// back to the file system. Below it they are left to the next nights'
+    /// writes, which reuse them: a store pruned every night stays the same
+    /// size without moving pages around each time.
+    static let reclaimFraction = 0.25
+
+    /// Deletes the runs that started `days` days or more before run `runID`,
+    /// with their change log and per-source counters, then hands the space
+    /// back if enough of the file is free.
+    ///
+    /// Age is counted in nights when run `runID` crawled a simulated night
+    /// (runs of night `n − days` and earlier go), otherwise on start times.
+    /// Never pruned: run `runID` itself, a run still running, and a run whose
+    /// exports are owed (a resume needs both). Scopes, checkpoints, misses and
+    /// page memos are live state and are not touched, whatever run they name.
+    package func pruneHistory(olderThan days: Int, before runID: Int64) throws(StoreSyncError) -> PruneResult {
+        var result = PruneResult()
+        guard days > 0 else { return result }
+        result.bytesBefore = bytesOnDisk()
+        try wrap {
+            try pool.write { db in
+                guard let current = try Row.fetchOne(db, sql: "SELECT night, started_at FROM runs WHERE id = ?",
+                                                     arguments: [runID]) else { return }
+                let condition: String
+                let bound: any DatabaseValueConvertible
+                if let night: Int = current["night"] {
+                    condition = "night IS NOT NULL AND night <= ?"
+                    bound = night - days
+                    result.cutoff = .night(night - days)
+                } else {
+                    let started: Double = current["started_at"]
+                    condition = "started_at <= ?"
+                    bound = started - Double(days) * 86_400
+                    result.cutoff = .date(Date(timeIntervalSince1970: started - Double(days) * 86_400))
+                }
+                // The victims once, so every table loses exactly the same runs.
+                try db.execute(sql: "DROP TABLE IF EXISTS temp.pruned_runs")
+                try db.execute(sql: """
+                    CREATE TEMP TABLE pruned_runs AS SELECT id FROM runs
+                    WHERE \(condition) AND id <> ? AND status <> 'running' AND exported = 1
+                    """, arguments: [bound, runID])
+                try db.execute(sql: "DELETE FROM changes WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
+                result.changes = db.changesCount
+                try db.execute(sql: "DELETE FROM run_sources WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
+                try db.execute(sql: "DELETE FROM run_pages WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
+                try db.execute(sql: "DELETE FROM runs WHERE id IN (SELECT id FROM temp.pruned_runs)")
+                result.runs = db.changesCount
+                try db.execute(sql: "DROP TABLE temp.pruned_runs")
+            }
+        }
+        if !result.isEmpty {
+            result.reclaim = try reclaimFreePages()
+        }
+        result.bytesAfter = bytesOnDisk()
+        return result
+    }
+
+    /// Hands free pages back to the file system when they are more than
+    /// ``reclaimFraction`` of the file.
+    ///
+    /// A file created without `auto_vacuum` cannot shrink but by a full
+    /// `VACUUM` (SQLite only changes that setting while rebuilding the file),
+    /// so the first reclaim is one, and it turns incremental vacuum on: every
+    /// later one only moves the pages past the last used one. Rowids survive
+    /// both (every rowid table of the store is indexed or has an INTEGER
+    /// PRIMARY KEY, which VACUUM keeps). The write-ahead log, which a VACUUM
+    /// fills with the whole file, is truncated afterwards.
+    func reclaimFreePages() throws(StoreSyncError) -> PruneResult.Reclaim {
+        try wrap {
+            try pool.writeWithoutTransaction { db in
+                let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+                let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+                guard pages > 0, Double(free) >= Self.reclaimFraction * Double(pages) else { return .none }
+                let reclaim: PruneResult.Reclaim
+                // 2 = INCREMENTAL.
+                if try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") == 2 {
+                    try db.execute(sql: "PRAGMA incremental_vacuum")
+                    reclaim = .incremental
+                } else {
+                    try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+                    try db.execute(sql: "VACUUM")
+                    reclaim = .full
+                }
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                return reclaim
+            }
+        }
+    }
+
+    /// The main file and its write-ahead log, in bytes.
+    func bytesOnDisk() -> Int64 {
+        [path, path + "-wal"].reduce(0) { total, file in
+            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
+            return total + size
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Catalog
+import Foundation
+import Snapshot
+import SyncEngine
+import Testing
+import TestSupport
+
+/// A year of nights, in small: the demo job (a copy of `jobs/demo.yml`, same
+/// sources and exports, a smaller world) runs night after night against the
+/// simulator, and after every night the snapshot must equal the simulator's
+/// truth (``DemoTruth``), the exports must be valid and the same night run
+/// again must write nothing. `STORESYNC_SOAK_NIGHTS` sets the number of
+/// nights (default 30); `scripts/soak-365.sh` runs a year with the CLI.
+@Suite(.serialized) struct SoakTests {
+    static let nights = ProcessInfo.processInfo.environment["STORESYNC_SOAK_NIGHTS"].flatMap { Int($0) } ?? 30
+    /// The demo's world, scaled down so a debug build runs 30 nights in well under two minutes:
+    /// fewer podcasts and products, and fewer feeds (each carries up to 200 episodes).
+    static let podcasts = 500
+    static let products = 200
+    static let maxFeeds = 10
+
+    let directory = TestPaths.temporaryDirectory("soak")
+
+    /// `jobs/demo.yml` with its store and output inside `directory` and a smaller world.
+    func demoJob() throws -> JobSpec {
+        let demo = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("jobs/demo.yml"), encoding: .utf8)
+        var lines: [String] = []
+        for line in demo.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if line.hasPrefix("store:") {
+                lines.append("store: store/snapshot.sqlite")
+            } else if line.hasPrefix("output:") {
+                lines.append("output: out")
+            } else if line.hasPrefix("  podcasts:") {
+                lines.append("  podcasts: \(Self.podcasts)")
+            } else if line.hasPrefix("  products:") {
+                lines.append("  products: \(Self.products)")
+            } else if line.hasPrefix("    maxFeeds:") {
+                lines.append("    maxFeeds: \(Self.maxFeeds)")
+            } else {
+                lines.append(line)
+            }
+        }
+        let yaml = lines.joined(separator: "\n")
+        #expect(yaml.contains("podcasts: \(Self.podcasts)") && yaml.contains("products: \(Self.products)")
+                    && yaml.contains("maxFeeds: \(Self.maxFeeds)"),
+                "the demo's simulator or feeds section moved: the soak copy no longer scales it")
+        return try JobLoader.parse(yaml: yaml, file: "soak-demo.yml", baseDirectory: directory.path, rules: .cli)
+    }
+
+    @Test func theDemoJobHoldsTheWorldNightAfterNight() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let job = try demoJob()
+        let truth = try DemoTruth(job: job)
+        let runner = Runner(job: job, logger: .quiet)
+        let output = URL(fileURLWithPath: job.outputDirectory)
+        var runSeconds = 0.0, checkSeconds = 0.0
+
+        for night in 1...Self.nights {
+            let expected = truth.advance(to: night)
+            let started = Date()
+            let report = try await runner.run(RunOptions(night: night))
+            runSeconds += Date().timeIntervalSince(started)
+            let checking = Date()
+            #expect(report.night == night)
+            #expect(report.outcome == .ok && report.warnings.isEmpty && report.errors.isEmpty,
+                    "night \(night) should exit 0:\n\(report.summaryText)")
+
+            let store = try SQLiteBackend().openReadOnly(job.storePath)
+            try compare(store: store, with: expected, night: night)
+
+            let files = SoakExportChecks.xmlFiles(in: output)
+            #expect(files.count >= 10, "night \(night): the demo's feeds and OPML were not all written")
+            // Strictly parsed, and no id twice in a feed.
+            let feedProblems = SoakExportChecks.feedProblems(files)
+            #expect(feedProblems.isEmpty, "night \(night): \(feedProblems.joined(separator: "\n"))")
+            // Real readers (a python process each time) on the first and last nights.
+            if SoakFeedReaders.available, night == 1 || night == Self.nights {
+                let readers = try SoakFeedReaders.check(files)
+                #expect(readers.status == 0, "night \(night): real feed readers reject a feed or see an id twice:\n\(readers.output)")
+            }
+            let csvProblems = try SoakExportChecks.csvProblems(directory: output.appendingPathComponent("csv"), store: store)
+            #expect(csvProblems.isEmpty, "night \(night): \(csvProblems.joined(separator: "\n"))")
+
+            // The same night again: nothing changed upstream, so nothing may be written.
+            let again = try await runner.run(RunOptions(night: night))
+            #expect(again.night == night)
+            var logged = 0
+            try store.forEachChange(runID: again.runID, order: .insertion) { _ in logged += 1 }
+            #expect(again.recordRowsWritten == 0 && logged == 0,
+                    "night \(night) again wrote \(again.recordRowsWritten) rows, logged \(logged) changes:\n\(again.summaryText)")
+            checkSeconds += Date().timeIntervalSince(checking)
+        }
+        print("soak: \(Self.nights) nights of the demo job (\(Self.podcasts) podcasts, \(Self.products) products): "
+              + String(format: "runs %.1f s, checks and same-night re-runs %.1f s", runSeconds, checkSeconds))
+    }
+
+    /// The store's entities against the truth: the same (entity, key) set,
+    /// one row each, and the predicted canonical fields equal.
+    func compare(store: any SnapshotStore, with expected: [RecordIdentity: PredictedFields],
+                 night: Int) throws {
+        var held: [RecordIdentity: [[String: StoredValue]]] = [:]
+        for entity in try store.entities() {
+            let columns = EntityColumns.columns(for: entity)
+            let names = columns.map(\.name)
+            try store.forEachRecord(of: entity, columns: columns, order: .sourceAndKey) { record in
+                let values = Dictionary(zip(names, record.values), uniquingKeysWith: { first, _ in first })
+                held[Self.identity(entity: entity, key: record.key, values: values), default: []].append(values)
+            }
+        }
+
+        let repeated = held.filter { $0.value.count > 1 }
+        let sample = repeated.keys.sorted().prefix(3).map { "\($0.entity.rawValue) \($0.key)" }
+        #expect(repeated.isEmpty, "night \(night): \(repeated.count) entities held more than once, e.g. \(sample)")
+
+        let entities = Set(held.keys.map(\.entity)).union(expected.keys.map(\.entity)).sorted()
+        for entity in entities {
+            let want = Set(expected.keys.filter { $0.entity == entity })
+            let have = Set(held.keys.filter { $0.entity == entity })
+            let missing = want.subtracting(have), extra = have.subtracting(want)
+            let counts = "the store holds \(have.count), the world \(want.count)"
+            #expect(missing.isEmpty && extra.isEmpty,
+                    "night \(night) \(entity.rawValue): \(counts): \(missing.count) missing \(Self.sample(missing)), \(extra.count) extra \(Self.sample(extra))")
+        }
+
+        // Fields, where the store holds the entity and has the column.
+        var differences: [String] = []
+        var compared = 0
+        for (identity, fields) in expected {
+            guard let rows = held[identity], !rows.isEmpty else { continue }
+            for (name, want) in fields.sorted(by: { $0.key < $1.key }) {
+                let values = rows.compactMap { $0[name] }
+                guard !values.isEmpty else { continue }
+                compared += 1
+                if !values.contains(where: want.matches) {
+                    differences.append("\(identity.entity.rawValue) \(identity.key) \(name): store \(values), world \(want)")
+                }
+            }
+        }
+        #expect(compared > 0, "night \(night): no canonical field was compared")
+        let examples = differences.prefix(8).joined(separator: "\n")
+        #expect(differences.isEmpty, "night \(night): \(differences.count) of \(compared) fields differ from the world, e.g.\n\(examples)")
+    }
+
+    /// A chart entry is identified by its slot, whatever key the store files it under.
+    static func identity(entity: EntityKind, key: String, values: [String: StoredValue]) -> RecordIdentity {
+        guard entity == .chartEntry, case .text(let chart)? = values["chart"], case .text(let country)? = values["country"],
+              let rank = values["rank"].flatMap(integer) else {
+            return RecordIdentity(entity: entity, key: key)
+        }
+        let genre: String
+        switch values["genre_id"] {
+        case .text(let text)?: genre = text
+        case .integer(let id)?: genre = String(id)
+        default: genre = ""
+        }
+        return DemoTruth.slot(chart: chart, country: country, genre: genre, rank: rank)
+    }
+
+    static func integer(_ value: StoredValue) -> Int? {
+        switch value {
+        case .integer(let i): Int(i)
+        case .real(let d): Int(exactly: d)
+        case .text(let s): Int(s)
+        case .null: nil
+        }
+    }
+
+    static func sample(_ identities: Set<RecordIdentity>) -> String {
+        identities.isEmpty ? "" : "(" + identities.sorted().prefix(3).map(\.key).joined(separator: ", ") + ")"
+    }
+}
