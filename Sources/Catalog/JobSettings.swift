@@ -95,8 +95,14 @@ public enum InputSelection: String, Sendable, CaseIterable {
 /// One output of a job. Paths are relative to the job's output folder and
 /// may hold the template variables of ``PathTemplate``.
 public enum ExportSpec: Sendable, Equatable {
-    /// A consumer SQLite database with one typed table per entity.
-    case sqlite(path: String)
+    /// How many days of change log a consumer database carries unless told.
+    public static let defaultHistoryDays = 30
+
+    /// A consumer SQLite database with one typed table per entity, and the
+    /// change log of the runs of the last `historyDays` days (nil: every run
+    /// the store keeps). Bounded by default so a night's export does not grow
+    /// with the years of history behind it; the snapshot keeps it all.
+    case sqlite(path: String, historyDays: Int? = ExportSpec.defaultHistoryDays)
     /// A CSV per table of the consumer database (`podcasts.csv`, one per records-file source, …) in `directory`.
     case csvTables(directory: String, options: CSVExportOptions)
     /// The changes of the run (one row per changed field).
@@ -114,7 +120,7 @@ public enum ExportSpec: Sendable, Equatable {
     /// export writes, as the job file names it: what an error points at.
     public var target: String {
         switch self {
-        case .sqlite(let path), .csvChanges(let path, _), .runReport(let path), .metrics(let path): path
+        case .sqlite(let path, _), .csvChanges(let path, _), .runReport(let path), .metrics(let path): path
         case .csvTables(let directory, _): directory
         case .feed(let feed): feed.rssPath ?? feed.atomPath ?? ""
         case .opml(let opml): opml.path

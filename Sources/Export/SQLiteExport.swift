@@ -22,12 +22,12 @@ import Snapshot
 /// file's layout is an export format (like the CSV columns), not the store's
 /// schema: a PostgreSQL store exports the very same file.
 enum SQLiteExport {
-    static func write(to url: URL, context: ExportContext) throws -> ExportedFile {
+    static func write(to url: URL, historyDays: Int? = nil, context: ExportContext) throws -> ExportedFile {
         let temporary = try AtomicFile.temporaryURL(for: url)
         var rows = 0
         do {
             try SQLiteFile.create(at: temporary.path) { file in
-                rows = try fill(file, context: context)
+                rows = try fill(file, historyDays: historyDays, context: context)
             }
             // Built whole under a temporary name, then published like every
             // other export: readers see the old file or the new one.
@@ -40,7 +40,7 @@ enum SQLiteExport {
     }
 
     /// Creates and fills every table, index and view; returns the entity and record rows written.
-    static func fill(_ file: SQLiteFile, context: ExportContext) throws -> Int {
+    static func fill(_ file: SQLiteFile, historyDays: Int? = nil, context: ExportContext) throws -> Int {
         let store = context.store
         let stored = try store.entities()
         // Every consumer table, and any other entity an older store still holds.
@@ -56,7 +56,7 @@ enum SQLiteExport {
             rows += try RecordTables.copy(store: store, into: file)
         }
         try copyRuns(through: context.runID, store: store, into: file)
-        try copyChanges(store: store, into: file)
+        try copyChanges(of: try historyRuns(days: historyDays, through: context.runID, store: store), store: store, into: file)
         for entity in tables {
             let columns = ConsumerSchema.searchColumns(of: entity)
             guard !columns.isEmpty else { continue }
@@ -131,14 +131,27 @@ enum SQLiteExport {
             """)
     }
 
-    /// Every run's change log, in the order it was logged.
-    static func copyChanges(store: any SnapshotStore, into file: SQLiteFile) throws {
+    /// The runs whose change log the file carries: those of the last `days`
+    /// days up to `runID` (nil: all), aged by simulated night where the run
+    /// crawled one, as retention ages them; nil when every run is wanted.
+    static func historyRuns(days: Int?, through runID: Int64, store: any SnapshotStore) throws -> [Int64]? {
+        guard let days else { return nil }
+        let runs = try store.runSummaries(through: runID).map(\.run)
+        guard let current = runs.last else { return [] }
+        return runs.filter { run in
+            if let night = current.night, let runNight = run.night { return runNight > night - days }
+            return run.startedAt > current.startedAt.addingTimeInterval(-Double(days) * 86_400)
+        }.map(\.id)
+    }
+
+    /// The change log of `runs` (nil: of every run), in the order it was logged.
+    static func copyChanges(of runs: [Int64]?, store: any SnapshotStore, into file: SQLiteFile) throws {
         try file.execute("""
             CREATE TABLE changes (run_id INTEGER REFERENCES runs(id), source TEXT, entity TEXT, key TEXT, op TEXT,
                                   field TEXT, before TEXT, after TEXT)
             """)
         let insert = try file.prepare("INSERT INTO changes VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-        try store.forEachChange(runID: nil, order: .insertion) { change in
+        let copy: (ChangeRow) throws -> Void = { change in
             func optional(_ text: String?) -> StoredValue { text.map(StoredValue.text) ?? .null }
             insert.bind(1, .integer(change.runID))
             insert.bind(2, change.source)
@@ -149,6 +162,12 @@ enum SQLiteExport {
             insert.bind(7, optional(change.before))
             insert.bind(8, optional(change.after))
             try insert.run()
+        }
+        if let runs {
+            // One indexed read per run: the file never scans the years of log it leaves out.
+            for run in runs { try store.forEachChange(runID: run, order: .insertion, copy) }
+        } else {
+            try store.forEachChange(runID: nil, order: .insertion, copy)
         }
         try file.execute("CREATE INDEX changes_by_run ON changes(run_id)")
         try file.execute("CREATE INDEX changes_by_record ON changes(entity, key)")

@@ -48,8 +48,8 @@ package enum SnapshotExporter {
         for spec in specs {
             do {
                 switch spec {
-                case .sqlite(let path):
-                    files.append(try SQLiteExport.write(to: context.url(path), context: context))
+                case .sqlite(let path, let historyDays):
+                    files.append(try SQLiteExport.write(to: context.url(path), historyDays: historyDays, context: context))
                 case .csvTables(let directory, let options):
                     files += try CSVExport.writeTables(directory: context.url(directory), options: options, context: context)
                 case .csvChanges(let path, let options):

@@ -286,8 +286,14 @@ extension SettingsReader {
         guard let kind = string(fields, "kind", path: path, required: true) else { return nil }
         switch kind {
         case "sqlite":
-            checkKeys(fields, path: path, allowed: ["kind", "path"])
-            return relativePath(fields, "path", path: path, default: nil).map { .sqlite(path: $0) }
+            checkKeys(fields, path: path, allowed: ["kind", "path", "historyDays"])
+            var historyDays: Int? = ExportSpec.defaultHistoryDays
+            if string(fields, "historyDays", path: path) == "all" {
+                historyDays = nil
+            } else if value(fields, "historyDays") != nil {
+                historyDays = int(fields, "historyDays", path: path, range: 1...36500)
+            }
+            return relativePath(fields, "path", path: path, default: nil).map { .sqlite(path: $0, historyDays: historyDays) }
         case "csv":
             checkKeys(fields, path: path, allowed: ["kind", "directory"] + Self.csvKeys)
             let options = csvOptions(fields, path: path)

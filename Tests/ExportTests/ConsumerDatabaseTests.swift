@@ -120,8 +120,9 @@ struct ConsumerFixture {
     }
 
     /// Exports `demo.sqlite` and `csv/`; returns the database.
-    func export() throws -> DatabaseQueue {
-        _ = try SnapshotExporter.export([.sqlite(path: "demo.sqlite"), .csvTables(directory: "csv", options: CSVExportOptions())],
+    func export(historyDays: Int? = ExportSpec.defaultHistoryDays) throws -> DatabaseQueue {
+        _ = try SnapshotExporter.export([.sqlite(path: "demo.sqlite", historyDays: historyDays),
+                                         .csvTables(directory: "csv", options: CSVExportOptions())],
                                         context: context, logger: Logger(label: "test"))
         return try DatabaseQueue(path: output.appendingPathComponent("demo.sqlite").path)
     }
@@ -254,6 +255,18 @@ struct ConsumerFixture {
         #expect(latest == ["listing 5001 Blue kettle changed price", "listing 5002 Red kettle changed price",
                            "podcast 103 Gadget Talk Weekly changed name"])
         #expect(byGenre == ["Comedy 2", "News 1", "Technology 1"])
+    }
+
+    @Test func theChangeLogCarriesTheLastDaysOnly() async throws {
+        let fixture = try await ConsumerFixture.make("consumer-history")
+        func runsLogged(_ days: Int?) throws -> [Int64] {
+            try fixture.export(historyDays: days).read { db in
+                try Int64.fetchAll(db, sql: "SELECT DISTINCT run_id FROM changes ORDER BY run_id")
+            }
+        }
+        #expect(try runsLogged(nil) == [1, 2])
+        #expect(try runsLogged(2) == [1, 2])
+        #expect(try runsLogged(1) == [2], "a day of history is the exported night's")
     }
 
     @Test func changesNameCanonicalFields() async throws {
