@@ -67,6 +67,11 @@ enum RunReportExport {
             "sources": .array(sources),
             "warnings": .array(run.totals.warnings.map(JSONValue.string)),
             "errors": .array(run.totals.errors.map(JSONValue.string)),
+            // Fields a source sent for the first time tonight, or whose type changed (kept in the raw payload).
+            "schemaChanges": .array(try context.store.schemaChanges(runID: run.id).map { change in
+                .object(["source": .string(change.source), "entity": .string(change.entity.rawValue), "field": .string(change.field),
+                         "kind": .string(change.kind), "previousKind": change.previousKind.map(JSONValue.string) ?? .null])
+            }),
         ])
         let text = PrettyJSON.render(document) + "\n"
         try AtomicFile.write(Array(text.utf8), to: url)

@@ -1,6 +1,7 @@
 import Catalog
 import Connectors
 import Foundation
+import GRDB
 import Snapshot
 import SyncEngine
 import Testing
@@ -173,5 +174,34 @@ import TestSupport
         let stored = try SQLiteSnapshotStore(path: declared.storePath).records(source: "places")
         #expect(try stored.first { $0.key == "3" }?.fields() == ["id": .int(3), "zip": .string("10003")])
         #expect(try await Runner(job: declared, logger: .quiet).run().sources[0].unchangedPages == 3)
+    }
+
+    @Test func aNewColumnBecomesAColumnAndIsReportedTheNightItAppears() async throws {
+        let directory = TestPaths.temporaryDirectory("records-new-column")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("stock.csv")
+        let job = try JobLoader.parse(yaml: """
+            name: stock
+            store: snapshot.sqlite
+            output: out
+            sources:
+              - {name: stock, kind: records-file, path: stock.csv, keyField: sku}
+            exports:
+              - {kind: sqlite, path: stock.sqlite}
+              - {kind: run-report, path: report.json}
+            """, file: "stock.yml", baseDirectory: directory.path)
+        try "sku,qty\nA,1\nB,2\n".write(to: file, atomically: true, encoding: .utf8)
+        let first = try await Runner(job: job, logger: .quiet).run()
+        #expect(first.notices.isEmpty, "a source's first night is its baseline")
+        try "sku,qty,shelf\nA,1.5,top\nB,2,low\n".write(to: file, atomically: true, encoding: .utf8)
+        let second = try await Runner(job: job, logger: .quiet).run()
+        #expect(second.notices == ["stock: field qty of record changed type from integer to real",
+                                   "stock: new field shelf (text) in record; kept in the raw payload"])
+        let report = try String(contentsOf: directory.appendingPathComponent("out/report.json"), encoding: .utf8)
+        #expect(report.contains("\"field\": \"shelf\""))
+        let columns = try await DatabaseQueue(path: directory.appendingPathComponent("out/stock.sqlite").path).read { db in
+            try Row.fetchAll(db, sql: "PRAGMA table_info(stock)").map { "\($0["name"] as String) \($0["type"] as String)" }
+        }
+        #expect(columns == ["key TEXT", "sku TEXT", "qty REAL", "shelf TEXT"])
     }
 }
