@@ -233,10 +233,10 @@ enum RecordTables {
         }
     }
 
-    /// The column type of a registry's kind: dates are ISO 8601 text, booleans 0/1.
+    /// The column type of a registry's kind (a ``FieldType``): dates are ISO 8601 text.
     static func columnKind(_ kind: String) -> ExportColumn.Kind {
         switch kind {
-        case "integer", "boolean": .integer
+        case "integer": .integer
         case "real": .real
         default: .text
         }

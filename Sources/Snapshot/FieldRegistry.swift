@@ -30,26 +30,10 @@ struct FieldRegistryWriter {
         }
     }
 
-    /// The registry's name for the type of `value` (nil for null: it says nothing about the type).
+    /// The registry's name for the type of `value`: a user's table's column
+    /// types (``FieldType``), nil for null (it says nothing about the type).
     static func kind(of value: JSONValue) -> String? {
-        switch value {
-        case .null: nil
-        case .bool: "boolean"
-        case .int: "integer"
-        case .double: "real"
-        case .string(let text): looksLikeDate(text) ? "date" : "text"
-        case .array: "array"
-        case .object: "object"
-        }
-    }
-
-    /// An ISO 8601 date or date-time (`2024-05-01`, `2024-05-01T12:00:00Z`).
-    static func looksLikeDate(_ text: String) -> Bool {
-        let bytes = Array(text.utf8.prefix(11))
-        guard bytes.count >= 10 else { return false }
-        let digits = [0, 1, 2, 3, 5, 6, 8, 9]
-        guard digits.allSatisfy({ bytes[$0] >= 48 && bytes[$0] <= 57 }), bytes[4] == 45, bytes[7] == 45 else { return false }
-        return bytes.count == 10 ? text.utf8.count == 10 : (bytes[10] == 84 || bytes[10] == 32)
+        FieldType.of(value)?.rawValue
     }
 
     /// The type a column holding both kinds has.

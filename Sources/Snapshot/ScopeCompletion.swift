@@ -96,6 +96,34 @@ extension SQLiteSnapshotStore {
         return byScope.map { $0[scope] ?? [] }
     }
 
+    /// Ends `source`'s sighting of `identity`: its row and miss count go and
+    /// its entity loses it; descriptions the entity leaves behind when it goes
+    /// (a removed product's detail page) go with it. Returns the record rows
+    /// deleted of this sighting's own row (`rowsWritten`) and every row deleted,
+    /// by source, for the digest indexes.
+    static func endSighting(_ db: Database, source: String, _ identity: RecordIdentity, mapping: SourceMapping,
+                            entities: EntityWriter) throws -> (rowsWritten: Int, rows: [(source: String, identity: RecordIdentity)]) {
+        func delete(_ owner: String, _ row: RecordIdentity) throws {
+            try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
+                           arguments: [owner, row.entity.rawValue, row.key])
+            try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                           arguments: [owner, row.entity.rawValue, row.key])
+        }
+        try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
+                       arguments: [source, identity.entity.rawValue, identity.key])
+        let rowsWritten = db.changesCount
+        try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                       arguments: [source, identity.entity.rawValue, identity.key])
+        var rows: [(source: String, identity: RecordIdentity)] = [(source, identity)]
+        let sighting = Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
+        for orphan in try entities.end(sighting, entity: mapping.entity(of: identity.entity), key: identity.key) {
+            let row = RecordIdentity(entity: orphan.kind, key: identity.key)
+            try delete(orphan.source, row)
+            rows.append((orphan.source, row))
+        }
+        return (rowsWritten, rows)
+    }
+
     static func removalPass(
         _ db: Database, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy,
         mapping: SourceMapping, unseen: [RecordIdentity]?, removed: inout [RecordIdentity],
@@ -173,23 +201,12 @@ extension SQLiteSnapshotStore {
         for identity in missed {
             let count = misses(identity)
             if isDue(identity), result.guardWarning == nil {
-                try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
-                               arguments: [source, identity.entity.rawValue, identity.key])
-                result.recordRowsWritten += db.changesCount
-                try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                               arguments: [source, identity.entity.rawValue, identity.key])
-                let leftBehind = try entities.end(sighting(identity), entity: mapping.entity(of: identity.entity), key: identity.key)
-                // Descriptions leave with their entity (a removed product's detail page).
-                for orphan in leftBehind {
-                    try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
-                                   arguments: [orphan.source, orphan.kind.rawValue, identity.key])
-                    try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                                   arguments: [orphan.source, orphan.kind.rawValue, identity.key])
-                    let orphanIdentity = RecordIdentity(entity: orphan.kind, key: identity.key)
-                    if orphan.source == source { removed.append(orphanIdentity) } else { cascaded.append((orphan.source, orphanIdentity)) }
+                let ended = try Self.endSighting(db, source: source, identity, mapping: mapping, entities: entities)
+                result.recordRowsWritten += ended.rowsWritten
+                for (owner, row) in ended.rows {
+                    if owner == source { removed.append(row) } else { cascaded.append((owner, row)) }
                 }
                 result.removed += 1
-                removed.append(identity)
             } else if !isRanked(identity) {
                 try db.execute(sql: """
                     INSERT INTO misses (source, entity, key, count, night) VALUES (?, ?, ?, ?, ?)
@@ -229,18 +246,11 @@ extension SQLiteSnapshotStore {
                 var gone: [RecordIdentity] = []
                 var orphans: [(source: String, identity: RecordIdentity)] = []
                 for identity in members where !seenKeys.contains(identity) {
-                    try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
-                                   arguments: [source, identity.entity.rawValue, identity.key])
-                    result.recordRowsWritten += db.changesCount
-                    try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                                   arguments: [source, identity.entity.rawValue, identity.key])
-                    let sighting = Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
-                    for orphan in try entities.end(sighting, entity: mapping.entity(of: identity.entity), key: identity.key) {
-                        try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
-                                       arguments: [orphan.source, orphan.kind.rawValue, identity.key])
-                        orphans.append((orphan.source, RecordIdentity(entity: orphan.kind, key: identity.key)))
+                    let ended = try Self.endSighting(db, source: source, identity, mapping: mapping, entities: entities)
+                    result.recordRowsWritten += ended.rowsWritten
+                    for (owner, row) in ended.rows {
+                        if owner == source { gone.append(row) } else { orphans.append((owner, row)) }
                     }
-                    gone.append(identity)
                     result.removed += 1
                 }
                 try db.execute(sql: "DELETE FROM scopes WHERE source = ? AND scope = ?", arguments: [source, scope])

@@ -306,9 +306,9 @@ public struct RegisteredField: Sendable, Equatable {
     public var source: String
     public var entity: EntityKind
     public var name: String
-    /// `integer`, `real`, `text`, `date`, `boolean`, `array` or `object`: the
-    /// widest type its values have had (integer and real make real; any
-    /// other mix makes text).
+    /// A ``FieldType`` name (`integer`, `real`, `date`, `text`): the widest
+    /// type its values have had (integer and real make real; any other mix
+    /// makes text).
     public var kind: String
     /// The run that first saw it.
     public var firstRun: Int64

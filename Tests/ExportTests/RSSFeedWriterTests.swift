@@ -1,6 +1,7 @@
 import CLibXML2
 import Foundation
 import Testing
+import TestSupport
 @testable import Export
 
 // MARK: - Shared helpers for the feed writer tests (RSS, Atom, OPML)
@@ -223,28 +224,14 @@ enum FeedCheckScript {
         .appendingPathComponent("scripts/check_feeds.py")
 
     /// Whether `python3` with feedparser and podcastparser can run here (checked once).
-    static let available: Bool = (try? run(["-c", "import feedparser, podcastparser"]).status) == 0
+    static let available: Bool = (try? Python.run(["-c", "import feedparser, podcastparser"]).status) == 0
 
     static let skipMessage: Comment =
         "python3 with feedparser and podcastparser is not installed (pip install feedparser podcastparser)"
 
-    /// `python3 args…`; returns the exit status and stdout + stderr.
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        // Read before waiting: a full pipe would otherwise block the child forever.
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
 
     static func check(_ files: [URL], expect: URL) throws -> (status: Int32, output: String) {
-        try run([script.path, "--expect", expect.path] + files.map(\.path))
+        try Python.run([script.path, "--expect", expect.path] + files.map(\.path))
     }
 
     /// The expectation file for `check_feeds.py`: the original texts, by file and item id.

@@ -238,3 +238,21 @@ public final class GatedTransport: HTTPTransport {
 
     public var requests: [HTTPRequest] { state.withLock { $0.requests } }
 }
+
+/// `python3 args…` for the checks real clients make (feedparser, podcastparser, Datasette).
+public enum Python {
+    /// Runs `python3 arguments…`; returns the exit status and stdout + stderr.
+    public static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        // Read before waiting: a full pipe would otherwise block the child forever.
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}

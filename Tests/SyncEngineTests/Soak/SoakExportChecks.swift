@@ -4,6 +4,7 @@ import Catalog
 @testable import Export
 import Foundation
 import Snapshot
+import TestSupport
 
 /// Checks of a night's export folder that need nothing but the files and the
 /// store's typed reads. Each returns its problems, one line each (empty: fine).
@@ -181,24 +182,11 @@ enum SoakFeedReaders {
         .deletingLastPathComponent().appendingPathComponent("scripts/check_feeds.py")
 
     /// Whether python3 with feedparser and podcastparser can run here (checked once).
-    static let available: Bool = (try? run(["-c", "import feedparser, podcastparser"]).status) == 0
+    static let available: Bool = (try? Python.run(["-c", "import feedparser, podcastparser"]).status) == 0
 
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        // Read before waiting: a full pipe would otherwise block the child forever.
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
 
     /// Structure only: every file parses without the readers' error flag and every item has an id and a title.
     static func check(_ files: [URL]) throws -> (status: Int32, output: String) {
-        try run([script.path] + files.map(\.path))
+        try Python.run([script.path] + files.map(\.path))
     }
 }
