@@ -10,4 +10,7 @@
 #include <libxml/xmlwriter.h>
 #include <libxml/xmlerror.h>
 #include <libxml/xmlreader.h>
+// `xmlFree` is a global function pointer in libxml2; a plain function is
+// what Swift can call without unwrapping it.
+static inline void storesync_xmlFree(void *pointer) { xmlFree(pointer); }
 #endif

@@ -44,7 +44,7 @@ public enum CanonicalSchema {
              .init("content_advisory", .text, "the store's advisory rating, e.g. Clean"),
              .init("country", .text, "storefront country (ISO 3166 alpha-3 as iTunes gives it)"),
              .init("view_url", .text, "the show's page in the store"),
-             .init("artwork_url", .text, "the largest cover art URL the source gave"),
+             .init("artwork_url", .text, "the largest cover art the source gave; iTunes CDN URLs at the job's artworkSize (default 3000×3000) over https"),
              .init("description", .text, "the show's summary"),
              .init("language", .text, "language code of the feed, when known"),
              .init("genres", .text, "every genre name, JSON array")]
@@ -81,7 +81,7 @@ public enum CanonicalSchema {
              .init("track_number", .integer, "position on its disc"),
              .init("disc_number", .integer, "disc of the album"),
              .init("preview_url", .text, "30-second preview (audio/x-m4a or video)"),
-             .init("artwork_url", .text, "the largest cover art URL the source gave"),
+             .init("artwork_url", .text, "the largest cover art the source gave; iTunes CDN URLs at the job's artworkSize (default 3000×3000) over https"),
              .init("explicit", .integer, "1 when marked explicit"),
              .init("country", .text, "storefront country")]
         case .album, .audiobook:
@@ -94,7 +94,7 @@ public enum CanonicalSchema {
              .init("release_date", .text, "release date"),
              .init("view_url", .text, "its page in the store"),
              .init("artist_id", .integer, "the artist's key (an artist entity)"),
-             .init("artwork_url", .text, "the largest cover art URL the source gave"),
+             .init("artwork_url", .text, "the largest cover art the source gave; iTunes CDN URLs at the job's artworkSize (default 3000×3000) over https"),
              .init("explicit", .integer, "1 when marked explicit"),
              .init("copyright", .text, "copyright line"),
              .init("description", .text, "summary, where the source gives one"),
@@ -110,7 +110,7 @@ public enum CanonicalSchema {
              .init("release_date", .text, "release date"),
              .init("view_url", .text, "its page in the store"),
              .init("artist_id", .integer, "the maker's iTunes id"),
-             .init("artwork_url", .text, "the largest artwork URL the source gave"),
+             .init("artwork_url", .text, "the largest artwork the source gave; iTunes CDN URLs at the job's artworkSize over https"),
              .init("description", .text, "long description"),
              .init("content_advisory", .text, "advisory rating"),
              .init("duration_ms", .integer, "running time (movies)"),
@@ -138,7 +138,7 @@ public enum CanonicalSchema {
              .init("item_key", .text, "the charted item's key"),
              .init("name", .text, "the item's name as the chart gives it"),
              .init("artist", .text, "the item's artist as the chart gives it"),
-             .init("artwork_url", .text, "the item's artwork as the chart gives it"),
+             .init("artwork_url", .text, "the item's artwork from the chart; iTunes CDN URLs at the job's artworkSize over https"),
              .init("link", .text, "the item's page"),
              .init("release_date", .text, "the item's release date as the chart gives it")]
         case .listing, .listingDetail:
@@ -195,6 +195,13 @@ public struct CanonicalRecord: Sendable, Equatable {
 /// How one source's records enter the canonical model: the snapshot holds
 /// one per source of a run and calls it for records added or changed, so
 /// it never needs to know a wire shape itself.
+extension CanonicalSchema {
+    /// Bumped whenever a connector's mapping to canonical fields changes what
+    /// it produces for the same wire record (a store then re-derives its
+    /// entities instead of logging the difference as changes).
+    public static let mappingVersion = 2
+}
+
 public struct SourceMapping: Sendable {
     /// Maps a record of the source (its entity kind and stored wire fields).
     /// The entity it maps to must depend on the kind alone (a detail record

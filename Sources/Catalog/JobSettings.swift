@@ -155,8 +155,10 @@ public enum FeedKind: String, Sendable, CaseIterable {
     /// A chart in rank order (top podcasts, top songs, top albums…): set `chart`.
     case top
 
-    /// Whether items carry podcast metadata (`itunes:` elements in RSS).
-    public var isPodcast: Bool { self == .podcastsUpdated || self == .podcastsNew || self == .episodesNew }
+    /// Feeds a podcast app subscribes to: items with playable enclosures,
+    /// written with Apple's `itunes:` elements and linted against its rules.
+    /// The others are directory feeds for feed readers (plain RSS and Atom).
+    public var isSubscribable: Bool { self == .episodesNew || self == .musicNew }
 
     /// Feeds whose files may be split by `{genre}` and `{country}`.
     public var isGroupable: Bool { self != .changes }
@@ -182,10 +184,38 @@ public struct FeedExportSpec: Sendable, Equatable {
     public var link: String
     public var description: String
     public var limit: Int
+    /// The channel's RFC 5646 `<language>`; nil takes the storefront's (the items' country).
+    public var language: String?
+    /// `itunes:owner`: who directories contact about the feed.
+    public var ownerName: String?
+    public var ownerEmail: String?
+    public var copyright: String?
+    /// `itunes:explicit` for the channel; nil is explicit when any item is.
+    public var explicit: Bool?
+    /// `itunes:type`: `episodic` (default) or `serial`.
+    public var podcastType: String?
+    /// Apple categories, each a path from the top level (`[["News", "Tech News"]]`);
+    /// empty files the feed by its genre (per-genre feeds) or its items' genres.
+    public var categories: [[String]]
+    /// Refuse to replace the published file when the lint finds a requirement broken.
+    public var strict: Bool
+    /// RFC 5005 paging: items older than the newest `limit` go to archive documents.
+    public var archive: Bool
 
     public init(kind: FeedKind, rssPath: String?, atomPath: String?, title: String, selfURL: String, atomURL: String? = nil,
                 link: String, description: String, limit: Int = 100, chart: String? = nil, imageURL: String? = nil,
-                author: String? = nil) {
+                author: String? = nil, language: String? = nil, ownerName: String? = nil, ownerEmail: String? = nil,
+                copyright: String? = nil, explicit: Bool? = nil, podcastType: String? = nil, categories: [[String]] = [],
+                strict: Bool = false, archive: Bool = false) {
+        self.language = language
+        self.ownerName = ownerName
+        self.ownerEmail = ownerEmail
+        self.copyright = copyright
+        self.explicit = explicit
+        self.podcastType = podcastType
+        self.categories = categories
+        self.strict = strict
+        self.archive = archive
         self.kind = kind
         self.chart = chart
         self.imageURL = imageURL

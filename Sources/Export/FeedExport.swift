@@ -13,6 +13,10 @@ enum FeedExport {
     struct Group {
         var values: [String: String]
         var items: [FeedItem]
+        /// The items' Apple categories, most common first.
+        var categories: [[String]] = []
+        /// The items' storefronts, most common first.
+        var countries: [String] = []
     }
 
     /// A candidate record with the fields grouping needs.
@@ -27,34 +31,59 @@ enum FeedExport {
     static func write(_ spec: FeedExportSpec, context: ExportContext) throws -> [ExportedFile] {
         let template = spec.rssPath ?? spec.atomPath ?? ""
         let grouping = PathTemplate.variables(in: template).intersection(["genre", "country"])
+        let directory = try FeedDirectory(spec, context: context)
         var files: [ExportedFile] = []
-        for group in try groups(spec, grouping: grouping, context: context) {
+        for group in try groups(spec, grouping: grouping, context: context, keepAll: spec.archive, directory: directory) {
             var values = group.values
             values["date"] = dateStamp(context.runDate)
             values["job"] = context.jobName
-            let title = rawExpand(spec.title, values)
-            let channel = FeedChannel(
-                title: title, link: PathTemplate.expand(spec.link, values),
-                description: rawExpand(spec.description, values), language: "en-us",
-                selfURL: PathTemplate.expand(spec.selfURL, values),
-                imageURL: spec.imageURL ?? group.items.lazy.compactMap(\.imageURL).first, author: spec.author,
-                // A per-genre podcast feed files itself under that genre in podcast apps.
-                categories: group.values["genre"].map { [[$0]] } ?? [],
-                lastBuildDate: context.runDate, generator: "storesync")
+            let current = Array(group.items.prefix(spec.limit))
+            let channel = directory.channel(spec, group: group, values: values, items: current, context: context)
             if let rss = spec.rssPath {
                 let url = try PathTemplate.resolve(rss, values: values, inside: context.outputDirectory)
-                let result = try FeedWriters.writeRSS(channel: channel, items: group.items, podcast: spec.kind.isPodcast, to: url)
-                files.append(ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount))
+                var rssChannel = channel
+                if spec.archive {
+                    let archive = try FeedArchive(feed: url, format: .rss, spec: spec, values: values, context: context)
+                    files += try archive.write(older: Array(group.items.dropFirst(spec.limit)), channel: channel,
+                                               podcast: spec.kind.isSubscribable, current: &rssChannel)
+                }
+                files.append(try writeRSS(spec, channel: rssChannel, items: current, to: url, context: context))
             }
             if let atom = spec.atomPath {
                 let url = try PathTemplate.resolve(atom, values: values, inside: context.outputDirectory)
                 var atomChannel = channel
                 atomChannel.selfURL = PathTemplate.expand(spec.atomURL ?? spec.selfURL, values)
-                let result = try FeedWriters.writeAtom(channel: atomChannel, items: group.items, to: url)
+                if spec.archive {
+                    let archive = try FeedArchive(feed: url, format: .atom, spec: spec, values: values, context: context)
+                    files += try archive.write(older: Array(group.items.dropFirst(spec.limit)), channel: atomChannel,
+                                               podcast: false, current: &atomChannel)
+                }
+                let result = try FeedWriters.writeAtom(channel: atomChannel, items: current, to: url)
                 files.append(ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount))
             }
         }
         return files
+    }
+
+    /// Writes the RSS file; a feed podcast apps subscribe to is linted first,
+    /// and a `strict` one with a broken requirement is not published.
+    static func writeRSS(_ spec: FeedExportSpec, channel: FeedChannel, items: [FeedItem], to url: URL,
+                         context: ExportContext) throws -> ExportedFile {
+        guard spec.kind.isSubscribable else {
+            let result = try FeedWriters.writeRSS(channel: channel, items: items, podcast: false, to: url)
+            return ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount)
+        }
+        let bytes = try PodcastFeedWriter().render(channel: channel, items: items, name: url.lastPathComponent)
+        let findings = PodcastFeedLint.check(bytes, imageSize: context.imageSize)
+        var file = ExportedFile(path: url.path, bytes: Int64(bytes.count), rows: items.count)
+        file.lint = findings.map { FeedLint(severity: $0.severity.rawValue, rule: $0.rule, place: $0.place, message: $0.message) }
+        if spec.strict, findings.contains(where: { $0.severity == .requirement }) {
+            // The subscribers keep the last good feed; the report says why this one was held back.
+            file.withheld = true
+            return file
+        }
+        try AtomicFile.write(bytes, to: url)
+        return file
     }
 
     /// Titles are text, not file names: values go in as they are.
@@ -72,10 +101,23 @@ enum FeedExport {
 
     /// The feed's items, split into files by the template's `{genre}`/`{country}`;
     /// a feed without those variables is one file (even with no items).
-    static func groups(_ spec: FeedExportSpec, grouping: Set<String>, context: ExportContext) throws -> [Group] {
+    static func groups(_ spec: FeedExportSpec, grouping: Set<String>, context: ExportContext,
+                       keepAll: Bool = false, directory: FeedDirectory? = nil) throws -> [Group] {
         let candidates = try select(spec.kind, chart: spec.chart, context: context)
+        let limit = keepAll ? Int.max : spec.limit
+        // Grouped feeds take their items from anywhere in the list.
+        let enricher = try ItemEnricher(spec.kind, candidates: candidates, limit: grouping.isEmpty ? limit : Int.max,
+                                        directory: directory ?? FeedDirectory(spec, context: context), context: context)
+        func group(_ values: [String: String], _ list: some Sequence<Candidate>) -> Group {
+            let chosen = Array(list.prefix(limit))
+            let items = chosen.map { enricher.enrich(item(for: $0, kind: spec.kind, context: context), candidate: $0) }
+            let categories = ItemEnricher.mostCommon(chosen.compactMap { enricher.category(of: $0)?.joined(separator: "/") })
+            return Group(values: values, items: items,
+                         categories: categories.map { $0.split(separator: "/").map(String.init) },
+                         countries: ItemEnricher.mostCommon(chosen.compactMap { enricher.country(of: $0) }))
+        }
         if grouping.isEmpty {
-            return [Group(values: [:], items: candidates.prefix(spec.limit).map { item(for: $0, kind: spec.kind, context: context) })]
+            return [group([:], candidates)]
         }
         var buckets: [[String: String]: [Candidate]] = [:]
         for candidate in candidates {
@@ -86,7 +128,7 @@ enum FeedExport {
         }
         return buckets
             .sorted { $0.key.sorted(by: { $0.key < $1.key }).map(\.value).lexicographicallyPrecedes($1.key.sorted(by: { $0.key < $1.key }).map(\.value)) }
-            .map { Group(values: $0.key, items: $0.value.prefix(spec.limit).map { item(for: $0, kind: spec.kind, context: context) }) }
+            .map { group($0.key, $0.value) }
     }
 
     /// The genre a record is filed under: its primary genre, else the first

@@ -41,6 +41,20 @@ package struct FeedChannel: Sendable, Equatable {
     /// The Atom feed's permanent `<id>` (an IRI). Nil uses ``selfURL``: stable as long as
     /// the feed is published at the same address. RSS has no feed id and ignores it.
     package var id: String?
+    /// `itunes:owner`: who Apple Podcasts contacts about the feed (never shown to listeners).
+    package var ownerName: String?
+    package var ownerEmail: String?
+    /// `<copyright>`.
+    package var copyright: String?
+    /// `podcast:guid` (the Podcasting 2.0 namespace): the show's permanent identity,
+    /// which survives a move of the feed. Nil omits it and the namespace.
+    package var podcastGUID: String?
+    /// RFC 5005 archive links (`atom:link rel="prev-archive"`, …), written after `atom:link rel="self"`.
+    package var archiveLinks: [FeedLink] = []
+    /// An RFC 5005 archive document (`fh:archive`): its items never change once written.
+    package var isArchive = false
+    /// Plain RSS only: item artwork as Media RSS `media:thumbnail`, which feed readers show.
+    package var itemThumbnails = false
 
     package init(title: String, link: String, description: String, language: String, selfURL: String,
                 imageURL: String? = nil, author: String? = nil, categories: [[String]] = [],
@@ -59,6 +73,17 @@ package struct FeedChannel: Sendable, Equatable {
         self.type = type
         self.lastBuildDate = lastBuildDate
         self.generator = generator
+    }
+}
+
+/// A link from a feed document to a related one (`atom:link`).
+package struct FeedLink: Sendable, Equatable {
+    package var rel: String
+    package var href: String
+
+    package init(rel: String, href: String) {
+        self.rel = rel
+        self.href = href
     }
 }
 
@@ -159,6 +184,9 @@ package struct FeedWriteResult: Sendable, Equatable {
 package struct PodcastFeedWriter: Sendable {
     package static let itunesNamespace = "http://www.itunes.com/dtds/podcast-1.0.dtd"
     package static let atomNamespace = "http://www.w3.org/2005/Atom"
+    package static let podcastNamespace = "https://podcastindex.org/namespace/1.0"
+    /// RFC 5005's feed history namespace (`fh:archive` marks an archive document).
+    package static let feedHistoryNamespace = "http://purl.org/syndication/history/1.0"
 
     /// Indent nested elements by two spaces (default). Off gives the smallest file.
     package var indent: Bool
@@ -215,13 +243,21 @@ package struct PodcastFeedWriter: Sendable {
 /// Apple's podcast extension on top of the shared RSS core: the `itunes:` namespace
 /// (declared before `atom:`, as this writer always did) and its channel and item elements.
 struct ITunesRSSProfile: RSSProfile {
-    func writeNamespaces(into doc: XMLDocumentWriter) throws {
+    func writeNamespaces(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws {
         try doc.attribute("xmlns:itunes", PodcastFeedWriter.itunesNamespace)
         try doc.attribute("xmlns:atom", PodcastFeedWriter.atomNamespace)
+        if channel.podcastGUID != nil { try doc.attribute("xmlns:podcast", PodcastFeedWriter.podcastNamespace) }
     }
 
     func writeChannelExtensions(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws {
         if let author = channel.author { try doc.element("itunes:author", author) }
+        if channel.ownerName != nil || channel.ownerEmail != nil {
+            try doc.startElement("itunes:owner")
+            if let name = channel.ownerName { try doc.element("itunes:name", name) }
+            if let email = channel.ownerEmail { try doc.element("itunes:email", email) }
+            try doc.endElement()
+        }
+        if let guid = channel.podcastGUID { try doc.element("podcast:guid", guid) }
         if let image = channel.imageURL { try doc.emptyElement("itunes:image", attributes: ["href": image]) }
         for path in channel.categories where !path.isEmpty {
             for name in path {

@@ -72,6 +72,12 @@ enum RunReportExport {
                 .object(["source": .string(change.source), "entity": .string(change.entity.rawValue), "field": .string(change.field),
                          "kind": .string(change.kind), "previousKind": change.previousKind.map(JSONValue.string) ?? .null])
             }),
+            // What the podcast feed lint found in this run's feeds (Apple's requirements and recommendations).
+            "feedLint": .array(context.lint.map { entry in
+                .object(["file": .string(relative(entry.file, to: context.outputDirectory)), "severity": .string(entry.finding.severity),
+                         "rule": .string(entry.finding.rule), "place": .string(entry.finding.place),
+                         "message": .string(entry.finding.message)])
+            }),
         ])
         let text = PrettyJSON.render(document) + "\n"
         try AtomicFile.write(Array(text.utf8), to: url)
@@ -140,9 +146,14 @@ enum RunReportExport {
     static func number(_ value: Double) -> String {
         value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.6f", value)
     }
+
+    /// `path` relative to the output folder, as reports name files.
+    static func relative(_ path: String, to directory: String) -> String {
+        let base = URL(fileURLWithPath: directory).standardizedFileURL.path + "/"
+        return path.hasPrefix(base) ? String(path.dropFirst(base.count)) : path
+    }
 }
 
-/// Indented JSON with byte-sorted keys, for files people read.
 enum PrettyJSON {
     static func render(_ value: JSONValue, indent: String = "") -> String {
         let inner = indent + "  "
@@ -163,4 +174,5 @@ enum PrettyJSON {
             return CanonicalJSON.string(value)
         }
     }
+
 }

@@ -13,6 +13,14 @@ package struct ExportContext: Sendable {
     package var runDate: Date
     package var outputDirectory: String
 
+    /// The pixel size of an image URL when something knows it better than the
+    /// URL does (the artwork mirror reads its files' headers).
+    package var imageSize: @Sendable (String) -> (width: Int, height: Int)? = { _ in nil }
+    /// The job's `artworkSize`: what store artwork URLs in feeds are rewritten to.
+    package var artworkSize = ArtworkURL.defaultSize
+    /// What the lint found in this run's feeds, for the run report.
+    package var lint: [(file: String, finding: FeedLint)] = []
+
     package init(store: any SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
         self.store = store
         self.runID = runID
@@ -37,6 +45,32 @@ public struct ExportedFile: Sendable, Equatable {
     public var bytes: Int64
     /// Rows or items written.
     public var rows: Int
+    /// What the podcast feed lint found in it (feeds podcast apps subscribe to).
+    public var lint: [FeedLint] = []
+    /// A `strict` feed that broke a requirement: the previous file was kept.
+    public var withheld = false
+    /// The export's file-name template, for exports that write one file per group.
+    public var template: String?
+
+    public init(path: String, bytes: Int64, rows: Int) {
+        self.path = path
+        self.bytes = bytes
+        self.rows = rows
+    }
+}
+
+/// One finding of the podcast feed lint, as reports show it.
+public struct FeedLint: Sendable, Equatable, CustomStringConvertible {
+    /// `requirement` (Apple Podcasts refuses it) or `recommendation`.
+    public var severity: String
+    /// A stable rule name, e.g. `channel-image-size`.
+    public var rule: String
+    /// `channel` or `item N (guid …)`.
+    public var place: String
+    public var message: String
+
+    public var isRequirement: Bool { severity == "requirement" }
+    public var description: String { "\(place): \(message) [\(rule)]" }
 }
 
 /// Runs a job's exports against the snapshot.
@@ -55,9 +89,17 @@ package enum SnapshotExporter {
                 case .csvChanges(let path, let options):
                     files.append(try CSVExport.writeChanges(to: context.url(path), options: options, context: context))
                 case .feed(let feed):
-                    files += try FeedExport.write(feed, context: context)
+                    files += try FeedExport.write(feed, context: context).map { file in
+                        var file = file
+                        file.template = spec.target
+                        return file
+                    }
                 case .opml(let opml):
-                    files += try FeedExport.writeOPML(opml, context: context)
+                    files += try FeedExport.writeOPML(opml, context: context).map { file in
+                        var file = file
+                        file.template = spec.target
+                        return file
+                    }
                 case .runReport(let path):
                     let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
                     files.append(try RunReportExport.writeJSON(to: url, context: context))
@@ -74,10 +116,64 @@ package enum SnapshotExporter {
             }
         }
         for file in files { logger.debug("exported \(file.path) (\(file.rows) rows, \(file.bytes) bytes)") }
+        let removed = StaleFiles.sweep(specs, written: files, outputDirectory: context.outputDirectory)
+        for path in removed { logger.info("removed \(path): its group (a genre or country) is no longer in the feed") }
         return files
     }
 
     static func fileSize(_ url: URL) -> Int64 {
         ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size]) as? NSNumber)?.int64Value ?? 0
+    }
+}
+
+/// Files of per-group exports (`feeds/genres/{genre}.xml`) whose group is gone.
+///
+/// Each such export's files are listed in `.storesync-exports.json` in the
+/// output folder. After every export of a run has succeeded, a file the list
+/// had and this run did not write (a genre that no longer exists) is
+/// removed, with its archive pages, so the folder holds what the snapshot
+/// says; a failed export removes nothing. Templates with `{date}` keep their
+/// history and are left alone, as is anything storesync did not list.
+enum StaleFiles {
+    static let manifestName = ".storesync-exports.json"
+
+    /// Removes the stale files and records the new lists; returns the removed paths.
+    @discardableResult
+    static func sweep(_ specs: [ExportSpec], written: [ExportedFile], outputDirectory: String) -> [String] {
+        let root = URL(fileURLWithPath: outputDirectory).standardizedFileURL
+        let manifestURL = root.appendingPathComponent(manifestName)
+        var manifest: [String: JSONValue] = [:]
+        if let data = try? Data(contentsOf: manifestURL), let value = try? JSONParser.parse(Array(data)), let object = value.objectValue {
+            manifest = object
+        }
+        var removed: [String] = []
+        var changed = false
+        for spec in specs {
+            let template = spec.target
+            let variables = PathTemplate.variables(in: template)
+            guard !variables.isDisjoint(with: ["genre", "country"]), !variables.contains("date") else { continue }
+            let now = Set(written.filter { $0.template == template }.map { relative($0.path, to: root) })
+            let before = Set(manifest[template]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            for path in before.subtracting(now).sorted() {
+                let url = root.appendingPathComponent(path).standardizedFileURL
+                // Only what the list names, and only inside the output folder.
+                guard url.path.hasPrefix(root.path + "/"), !path.contains("..") else { continue }
+                if (try? FileManager.default.removeItem(at: url)) != nil { removed.append(url.path) }
+                let index = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).archive.json")
+                try? FileManager.default.removeItem(at: index)
+            }
+            if before != now {
+                manifest[template] = .array(now.sorted().map(JSONValue.string))
+                changed = true
+            }
+        }
+        if changed { try? AtomicFile.write(CanonicalJSON.encode(.object(manifest)), to: manifestURL) }
+        return removed
+    }
+
+    static func relative(_ path: String, to root: URL) -> String {
+        let standardized = URL(fileURLWithPath: path).standardizedFileURL.path
+        let base = root.path + "/"
+        return standardized.hasPrefix(base) ? String(standardized.dropFirst(base.count)) : standardized
     }
 }

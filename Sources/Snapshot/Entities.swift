@@ -184,8 +184,13 @@ struct EntityWriter {
                            arguments: [sourcesText, partsText, row.rowid])
             return
         }
+        guard log else {
+            // Re-derived, not changed: what the sources said is what they said then.
+            try db.execute(sql: "UPDATE entities SET fields = ?, hash = ?, sources = ?, parts = ? WHERE rowid = ?",
+                           arguments: [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, row.rowid])
+            return
+        }
         try update.execute(arguments: [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, runID, row.rowid])
-        guard log else { return }
         for change in FieldChange.between(row.fields, merged) {
             try self.log(cause, entity, key, "changed", field: change.field, before: change.before, after: change.after)
         }
@@ -219,11 +224,23 @@ extension SQLiteSnapshotStore {
         mappings.withLock { $0[source] } ?? .identity
     }
 
-    package func prepareEntities(_ mappings: [String: SourceMapping]) throws(StoreSyncError) {
+    package func prepareEntities(_ mappings: [String: SourceMapping], fingerprint: String?) throws(StoreSyncError) {
         self.mappings.withLock { $0 = mappings }
         try wrap {
             try pool.write { db in
-                guard try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE name = 'entities'") == "rebuild" else { return }
+                let upgraded = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE name = 'entities'") == "rebuild"
+                var remapped = false
+                if let fingerprint {
+                    let stored = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE name = 'mapping'")
+                    // A store that never recorded one was written by a release whose mappings differ.
+                    let hasRuns = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM runs)") ?? false
+                    remapped = stored != fingerprint && (stored != nil || hasRuns)
+                    if stored != fingerprint {
+                        try db.execute(sql: "INSERT OR REPLACE INTO store_meta (name, value) VALUES ('mapping', ?)",
+                                       arguments: [fingerprint])
+                    }
+                }
+                guard upgraded || remapped else { return }
                 try rebuildEntities(db)
                 try db.execute(sql: "DELETE FROM store_meta WHERE name = 'entities'")
             }

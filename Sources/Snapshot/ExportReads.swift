@@ -111,6 +111,22 @@ extension SQLiteSnapshotStore {
             """, [entity.rawValue, Self.jsonPath(field)])
     }
 
+    package func entitiesByKey(_ entity: EntityKind, keys: [String]) throws(StoreSyncError) -> [FeedRecord] {
+        var found: [FeedRecord] = []
+        // In slices: SQLite caps the number of bound parameters.
+        let unique = Array(Set(keys)).sorted()
+        var start = 0
+        while start < unique.count {
+            let slice = Array(unique[start..<min(start + 500, unique.count)])
+            found += try feedRecords("""
+                SELECT entity, key, fields AS payload FROM entities
+                WHERE entity = ? AND key IN (\(databaseQuestionMarks(count: slice.count))) ORDER BY key
+                """, StatementArguments([entity.rawValue] + slice))
+            start += 500
+        }
+        return found
+    }
+
     package func chartEntries(chart: String) throws(StoreSyncError) -> [FeedRecord] {
         try feedRecords("""
             SELECT entity, key, fields AS payload FROM entities WHERE entity = ? AND json_extract(fields, ?) = ?

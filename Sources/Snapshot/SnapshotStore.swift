@@ -53,7 +53,13 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// and builds the entities of a store upgraded from before the entity
     /// model from its stored payloads. Call it after ``beginRun(job:at:simulated:night:resumeExports:)``
     /// or before a re-export, under the run lock.
-    func prepareEntities(_ mappings: [String: SourceMapping]) throws(StoreSyncError)
+    ///
+    /// `fingerprint` names what the mappings produce (``CanonicalSchema/mappingVersion``
+    /// and the job's settings that shape canonical values): when it differs
+    /// from the one the store last recorded, the entities are re-derived from
+    /// the stored sightings, without logging changes, because the sources said
+    /// nothing new. Nil leaves the recorded one as it is.
+    func prepareEntities(_ mappings: [String: SourceMapping], fingerprint: String?) throws(StoreSyncError)
 
     /// The wire fields `source` has sent for `entity`, in the source's own
     /// order (a records file's header order) as first seen.
@@ -182,6 +188,10 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// country, genre, rank, key.
     func chartEntries(chart: String) throws(StoreSyncError) -> [FeedRecord]
 
+    /// The entities of kind `entity` with these keys (those that exist), in key order:
+    /// what a feed looks up about the items it lists (an episode's podcast).
+    func entitiesByKey(_ entity: EntityKind, keys: [String]) throws(StoreSyncError) -> [FeedRecord]
+
     /// The change log of `runID` with each record's current payload (nil once
     /// removed), by source, entity, key and field.
     func changesWithRecords(runID: Int64) throws(StoreSyncError) -> [ChangeWithRecord]
@@ -191,5 +201,12 @@ extension SnapshotStore {
     /// ``finishRun(_:status:message:at:exportsFollow:)`` for a run whose exports are not pending.
     public func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date) throws(StoreSyncError) {
         try finishRun(runID, status: status, message: message, at: date, exportsFollow: false)
+    }
+}
+
+extension SnapshotStore {
+    /// ``prepareEntities(_:fingerprint:)`` without a fingerprint: the mappings are what the store last used.
+    public func prepareEntities(_ mappings: [String: SourceMapping]) throws(StoreSyncError) {
+        try prepareEntities(mappings, fingerprint: nil)
     }
 }

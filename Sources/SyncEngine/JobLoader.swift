@@ -104,7 +104,7 @@ extension SettingsReader {
 
     mutating func job(_ top: Fields, rules: JobFileRules) -> JobSpec? {
         checkKeys(top, path: "", allowed: ["name", "store", "output", "simulator", "http", "sources", "exports",
-                                                  "retention"])
+                                                  "retention", "artworkSize"])
         let name = string(top, "name", path: "", required: true)
         if let name, name.contains("/") { issue(value(top, "name"), "name", "must not contain '/'") }
         let store = string(top, "store", path: "", required: true)
@@ -112,6 +112,7 @@ extension SettingsReader {
         let simulator = value(top, "simulator").flatMap { simulatorSpec($0, checkFaults: rules.checkFaults) }
         let http = value(top, "http").flatMap { httpSettings($0) } ?? HTTPSettings()
         let retention = value(top, "retention").flatMap { retentionPolicy($0) }
+        let artworkSize = int(top, "artworkSize", path: "", range: ArtworkURL.appleSizes)
         var sources: [SourceSpec] = []
         if let node = value(top, "sources") {
             if let sequence = node.sequence, !sequence.isEmpty {
@@ -148,9 +149,11 @@ extension SettingsReader {
             }
         }
         guard let name, let store, let output else { return nil }
-        return JobSpec(
+        var spec = JobSpec(
             name: name, file: file, storePath: resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
             sources: sources, exports: exports, retention: retention)
+        if let artworkSize { spec.artworkSize = artworkSize }
+        return spec
     }
 
     static let retentionDays = 1...36_500
@@ -281,6 +284,60 @@ extension SettingsReader {
         return options
     }
 
+    /// The channel keys a publisher owns (`language`, `owner`, `copyright`,
+    /// `explicit`, `type`, `categories`) and the feed's `strict`/`archive` switches.
+    mutating func channelFields(_ fields: Fields, path: String, into spec: inout FeedExportSpec) {
+        if let language = string(fields, "language", path: path) {
+            // RFC 5646 in the shape feeds use: `en`, `en-us`, `pt-BR`, `zh-Hant-TW`.
+            let parts = language.split(separator: "-", omittingEmptySubsequences: false)
+            if parts.allSatisfy({ (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }),
+               let first = parts.first, (2...3).contains(first.count), first.allSatisfy(\.isLetter) {
+                spec.language = language.lowercased()
+            } else {
+                issue(value(fields, "language"), join(path, "language"), "must be a language tag like en-us, fr or pt-br")
+            }
+        }
+        if let ownerNode = value(fields, "owner") {
+            if let owner = mapping(ownerNode, path: join(path, "owner")) {
+                checkKeys(owner, path: join(path, "owner"), allowed: ["name", "email"])
+                spec.ownerName = string(owner, "name", path: join(path, "owner"))
+                if let email = string(owner, "email", path: join(path, "owner")) {
+                    let at = email.split(separator: "@", omittingEmptySubsequences: false)
+                    if at.count == 2, !at[0].isEmpty, at[1].contains("."), !email.contains(where: \.isWhitespace) {
+                        spec.ownerEmail = email
+                    } else {
+                        issue(value(owner, "email"), join(join(path, "owner"), "email"), "must be an e-mail address, e.g. feeds@example.com")
+                    }
+                }
+            }
+        }
+        spec.copyright = string(fields, "copyright", path: path)
+        spec.explicit = bool(fields, "explicit", path: path)
+        if let type = string(fields, "type", path: path) {
+            if type == "episodic" || type == "serial" { spec.podcastType = type } else {
+                issue(value(fields, "type"), join(path, "type"), "must be episodic (newest first) or serial (oldest first)")
+            }
+        }
+        if let names = strings(fields, "categories", path: path) {
+            let node = value(fields, "categories")
+            for name in names {
+                let category = name.split(separator: "/").map { $0.trimmingCharacters(in: .whitespaces) }
+                if AppleCategories.isListed(category) {
+                    spec.categories.append(category)
+                } else {
+                    let nearest = AppleCategories.path(for: category).map { " (nearest listed: \($0.joined(separator: "/")))" } ?? ""
+                    issue(node, join(path, "categories"),
+                          "'\(name)' is not on Apple Podcasts' category list\(nearest); write Category or Category/Subcategory")
+                }
+            }
+            if spec.categories.count > 3 {
+                issue(node, join(path, "categories"), "Apple Podcasts reads at most 3 categories; list the most fitting first")
+            }
+        }
+        spec.strict = bool(fields, "strict", path: path) ?? false
+        spec.archive = bool(fields, "archive", path: path) ?? false
+    }
+
     mutating func exportSpec(_ node: JobNode, path: String) -> ExportSpec? {
         guard let fields = mapping(node, path: path) else { return nil }
         guard let kind = string(fields, "kind", path: path, required: true) else { return nil }
@@ -304,7 +361,8 @@ extension SettingsReader {
             return relativePath(fields, "path", path: path, default: "changes.csv").map { .csvChanges(path: $0, options: options) }
         case "feed":
             checkKeys(fields, path: path, allowed: ["kind", "feed", "chart", "rss", "atom", "title", "selfURL", "atomURL", "link",
-                                                    "description", "limit", "image", "author"])
+                                                    "description", "limit", "image", "author", "language", "owner",
+                                                    "copyright", "explicit", "type", "categories", "strict", "archive"])
             guard let feedName = string(fields, "feed", path: path, required: true) else { return nil }
             guard let feedKind = FeedKind(rawValue: feedName) else {
                 issue(value(fields, "feed"), join(path, "feed"),
@@ -328,12 +386,13 @@ extension SettingsReader {
             let selfURL = string(fields, "selfURL", path: path)
             if selfURL == nil { issue(anchor(fields), join(path, "selfURL"), "is required: the public URL the feed will be served at (may use the same {variables})") }
             let title = string(fields, "title", path: path) ?? feedKind.rawValue
-            let spec = FeedExportSpec(
+            var spec = FeedExportSpec(
                 kind: feedKind, rssPath: rss, atomPath: atom, title: title, selfURL: selfURL ?? "",
                 atomURL: string(fields, "atomURL", path: path), link: string(fields, "link", path: path) ?? selfURL ?? "",
                 description: string(fields, "description", path: path) ?? title,
                 limit: int(fields, "limit", path: path, range: 1...100_000) ?? 100, chart: chart,
                 imageURL: url(fields, "image", path: path)?.absoluteString, author: string(fields, "author", path: path))
+            channelFields(fields, path: path, into: &spec)
             return selfURL == nil || (rss == nil && atom == nil) ? nil : .feed(spec)
         case "opml":
             checkKeys(fields, path: path, allowed: ["kind", "path", "title"])

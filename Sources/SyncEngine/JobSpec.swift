@@ -20,6 +20,9 @@ public struct JobSpec: Sendable, Equatable {
     public var exports: [ExportSpec]
     /// How long the change log and runs are kept; nil keeps them all.
     public var retention: RetentionPolicy?
+    /// The pixel size store artwork URLs are rewritten to (`artworkSize:`),
+    /// within what Apple Podcasts accepts; see ``ArtworkURL``.
+    public var artworkSize: Int = ArtworkURL.defaultSize
 
     public init(
         name: String, file: String, storePath: String, outputDirectory: String,
@@ -44,7 +47,30 @@ extension JobSpec {
     public var sourceMappings: [String: SourceMapping] {
         Dictionary(uniqueKeysWithValues: sources.map { source in
             let kind = source.settings
-            return (source.name, SourceMapping(canonical: { kind.canonical($0, $1) }, role: { kind.role(of: $0) }))
+            let size = artworkSize
+            return (source.name, SourceMapping(
+                canonical: { entity, wire in
+                    var record = kind.canonical(entity, wire)
+                    // Every store artwork URL at the size feeds need, whichever source gave it.
+                    for field in Self.artworkFields {
+                        if let url = record.fields[field]?.stringValue {
+                            record.fields[field] = .string(ArtworkURL.hiRes(url, size: size))
+                        }
+                    }
+                    return record
+                },
+                role: { kind.role(of: $0) }))
         })
+    }
+
+    /// Canonical fields that hold artwork URLs.
+    static let artworkFields = ["artwork_url", "image_url"]
+
+    /// Names what the mappings produce: when it differs from the one a store
+    /// was last written with, the store re-derives its entities from the
+    /// sightings it holds, so a new release (or a new `artworkSize`) does not
+    /// report every record as changed.
+    public var mappingFingerprint: String {
+        "mapping \(CanonicalSchema.mappingVersion); artwork \(artworkSize)"
     }
 }

@@ -15,7 +15,7 @@ public enum Reexport {
             throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
         }
         let store = try backend.open(job.storePath)
-        try store.prepareEntities(job.sourceMappings)
+        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
         guard let run = try store.runs(limit: 50).first(where: { $0.status != .running }) else {
             throw .storage(path: job.storePath, reason: "no finished run to export: run `storesync run \(job.file)` first")
         }

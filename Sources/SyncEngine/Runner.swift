@@ -111,7 +111,7 @@ public struct Runner: Sendable {
         let started = clock.now()
         let run = try store.beginRun(job: job.name, at: environment.now(), simulated: environment.services.hasNights, night: options.night,
                                      resumeExports: writeExports)
-        try store.prepareEntities(job.sourceMappings)
+        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
         var phase: CrawlPhase
         if run.exportOnly {
             logger.notice("run \(run.id) was stopped while exporting; its crawl is complete, so only the exports are written again")
@@ -133,21 +133,32 @@ public struct Runner: Sendable {
         var outcome = phase.outcome
         var errors = phase.errors
         var exported: [ExportedFile] = []
+        var lintNotices: [String] = []
         if writeExports {
             options.progress?(.exporting)
             // Left by a run killed while it wrote: safe to remove under the run lock.
             let stale = AtomicFile.removeStaleTemporaries(under: URL(fileURLWithPath: job.outputDirectory))
             if stale > 0 { logger.info("removed \(stale) temporary file(s) left by an interrupted export") }
-            let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
+            var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                         outputDirectory: job.outputDirectory)
+            context.artworkSize = job.artworkSize
             var exportError: StoreSyncError?
             do {
                 exported = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
             } catch {
                 exportError = error
             }
+            // What the feed lint found is part of the run's verdict: a broken
+            // Apple requirement is a warning (exit 2), a missed recommendation a note.
+            let lint = Self.lintReport(exported, outputDirectory: job.outputDirectory)
+            // A run resumed to export again already recorded the lines of its first attempt.
+            phase.warnings += lint.warnings.filter { !phase.warnings.contains($0) }
+            lintNotices = lint.notices
+            context.lint = exported.flatMap { file in file.lint.map { (file.path, $0) } }
+            if !lint.warnings.isEmpty, phase.outcome == .ok { phase.outcome = .partial; outcome = .partial }
             // Reports describe the run as it ended, exports included.
             var totals = phase.totals
+            totals.warnings = phase.warnings
             totals.seconds += clock.now() - started - (run.exportOnly ? 0 : phase.totals.seconds)
             if let exportError {
                 errors.append(exportError.description)
@@ -192,8 +203,29 @@ public struct Runner: Sendable {
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
             sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: warnings, errors: errors,
             seconds: clock.now() - started, pruned: pruned)
-        report.notices = try store.schemaChanges(runID: run.id).map(\.description)
+        report.notices = try store.schemaChanges(runID: run.id).map(\.description) + lintNotices
         return report
+    }
+
+    /// Lint findings as report lines: requirements (and withheld feeds) as
+    /// warnings, recommendations as notes, a few per file and a count after.
+    static func lintReport(_ files: [ExportedFile], outputDirectory: String) -> (warnings: [String], notices: [String]) {
+        var warnings: [String] = [], notices: [String] = []
+        let base = URL(fileURLWithPath: outputDirectory).standardizedFileURL.path + "/"
+        for file in files where !file.lint.isEmpty || file.withheld {
+            let name = file.path.hasPrefix(base) ? String(file.path.dropFirst(base.count)) : file.path
+            let required = file.lint.filter(\.isRequirement), recommended = file.lint.filter { !$0.isRequirement }
+            func lines(_ findings: [FeedLint]) -> [String] {
+                let shown = findings.prefix(3).map { "feed lint: \(name): \($0)" }
+                return findings.count > 3 ? shown + ["feed lint: \(name): \(findings.count - 3) more (see report.json)"] : shown
+            }
+            warnings += lines(required)
+            if file.withheld {
+                warnings.append("feed lint: \(name) was not published (strict: true): the previous file is unchanged")
+            }
+            notices += lines(recommended)
+        }
+        return (warnings, notices)
     }
 
     /// The crawl of a run that finished crawling earlier, as the store recorded it.

@@ -75,6 +75,7 @@ package struct AtomFeedWriter: Sendable {
         }
         try doc.startElement("feed")
         try doc.attribute("xmlns", namespace)
+        if channel.isArchive { try doc.attribute("xmlns:fh", PodcastFeedWriter.feedHistoryNamespace) }
         if !channel.language.isEmpty { try doc.attribute("xml:lang", channel.language) }
 
         try doc.element("id", id)
@@ -82,6 +83,10 @@ package struct AtomFeedWriter: Sendable {
         if !channel.description.isEmpty { try textElement("subtitle", channel.description, into: doc) }
         try doc.element("updated", rfc3339(channel.lastBuildDate))
         try doc.emptyElement("link", attributes: ["rel": "self", "type": "application/atom+xml", "href": channel.selfURL])
+        for link in channel.archiveLinks {
+            try doc.emptyElement("link", attributes: ["rel": link.rel, "type": "application/atom+xml", "href": link.href])
+        }
+        if channel.isArchive { try doc.emptyElement("fh:archive", attributes: [:]) }
         if !channel.link.isEmpty {
             try doc.emptyElement("link", attributes: ["rel": "alternate", "type": "text/html", "href": channel.link])
         }

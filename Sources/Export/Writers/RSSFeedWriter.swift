@@ -99,6 +99,7 @@ package struct RSSTextStyle: Sendable, Hashable {
 package struct RSSFeedWriter: Sendable {
     package static let atomNamespace = "http://www.w3.org/2005/Atom"
     package static let dublinCoreNamespace = "http://purl.org/dc/elements/1.1/"
+    package static let mediaNamespace = "http://search.yahoo.com/mrss/"
 
     /// Indent nested elements by two spaces (default). Off gives the smallest file.
     package var indent: Bool
@@ -115,18 +116,18 @@ package struct RSSFeedWriter: Sendable {
     ///   ``ExportError/invalidXML(name:line:column:message:)`` if the result would not parse.
     @discardableResult
     package func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
-        try RSSCore.write(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(), indent: indent, to: url)
+        try RSSCore.write(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(thumbnails: channel.itemThumbnails), indent: indent, to: url)
     }
 
     /// The feed's bytes, in memory (validated the same way).
     package func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
-        try RSSCore.render(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(), indent: indent, name: name)
+        try RSSCore.render(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(thumbnails: channel.itemThumbnails), indent: indent, name: name)
     }
 
     /// Writes `<rss>…</rss>` into `doc`; returns the number of items.
     package static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
                                  textStyle: RSSTextStyle = .feedReaders, into doc: XMLDocumentWriter) throws -> Int {
-        try RSSCore.writeFeed(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(), into: doc)
+        try RSSCore.writeFeed(channel: channel, items: items, style: textStyle, profile: PlainRSSProfile(thumbnails: channel.itemThumbnails), into: doc)
     }
 
     // MARK: Text encodings
@@ -216,7 +217,7 @@ package struct RSSFeedWriter: Sendable {
 /// therefore its bytes) stays exactly what it was before the core was shared.
 protocol RSSProfile {
     /// Writes the `xmlns:*` attributes of `<rss>`.
-    func writeNamespaces(into doc: XMLDocumentWriter) throws
+    func writeNamespaces(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws
     /// After `atom:link` and `<image>`, before the first item.
     func writeChannelExtensions(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws
     /// After `<pubDate>`, before `<enclosure>`.
@@ -249,7 +250,8 @@ enum RSSCore {
                           profile: some RSSProfile, into doc: XMLDocumentWriter) throws -> Int {
         try doc.startElement("rss")
         try doc.attribute("version", "2.0")
-        try profile.writeNamespaces(into: doc)
+        try profile.writeNamespaces(channel, into: doc)
+        if channel.isArchive { try doc.attribute("xmlns:fh", PodcastFeedWriter.feedHistoryNamespace) }
         try doc.startElement("channel")
 
         let title = style.titleText(channel.title)
@@ -257,9 +259,14 @@ enum RSSCore {
         try doc.element("link", channel.link)
         try doc.element("description", style.descriptionText(channel.description))
         try doc.element("language", channel.language)
+        if let copyright = channel.copyright { try doc.element("copyright", copyright) }
         try doc.element("generator", channel.generator)
         try doc.element("lastBuildDate", PodcastFeedWriter.rfc822(channel.lastBuildDate))
         try doc.emptyElement("atom:link", attributes: ["href": channel.selfURL, "rel": "self", "type": "application/rss+xml"])
+        for link in channel.archiveLinks {
+            try doc.emptyElement("atom:link", attributes: ["href": link.href, "rel": link.rel, "type": "application/rss+xml"])
+        }
+        if channel.isArchive { try doc.emptyElement("fh:archive", attributes: [:]) }
         if let image = channel.imageURL {
             try doc.startElement("image")
             try doc.element("url", image)
@@ -306,9 +313,13 @@ enum RSSCore {
 
 /// Plain RSS: `atom:link` and Dublin Core authors, RSS categories.
 struct PlainRSSProfile: RSSProfile {
-    func writeNamespaces(into doc: XMLDocumentWriter) throws {
+    /// Whether items carry `media:thumbnail` (``FeedChannel/itemThumbnails``).
+    var thumbnails = false
+
+    func writeNamespaces(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws {
         try doc.attribute("xmlns:atom", RSSFeedWriter.atomNamespace)
         try doc.attribute("xmlns:dc", RSSFeedWriter.dublinCoreNamespace)
+        if thumbnails { try doc.attribute("xmlns:media", RSSFeedWriter.mediaNamespace) }
     }
 
     func writeChannelExtensions(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws {
@@ -322,5 +333,7 @@ struct PlainRSSProfile: RSSProfile {
         if let author = item.author { try doc.element("dc:creator", author) }
     }
 
-    func writeItemExtensionsAfterEnclosure(_ item: FeedItem, into doc: XMLDocumentWriter) throws {}
+    func writeItemExtensionsAfterEnclosure(_ item: FeedItem, into doc: XMLDocumentWriter) throws {
+        if thumbnails, let image = item.imageURL { try doc.emptyElement("media:thumbnail", attributes: ["url": image]) }
+    }
 }

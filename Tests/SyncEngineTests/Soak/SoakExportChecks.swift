@@ -189,4 +189,10 @@ enum SoakFeedReaders {
     static func check(_ files: [URL]) throws -> (status: Int32, output: String) {
         try Python.run([script.path] + files.map(\.path))
     }
+
+    /// `check_apple_podcasts.py FOLDER`: feedparser and podcastparser on every feed,
+    /// and Apple's rules (artwork size, categories, enclosures, unique GUIDs) on podcast feeds.
+    static func checkApple(_ folder: URL, extra: [String] = []) throws -> (status: Int32, output: String) {
+        try Python.run([script.deletingLastPathComponent().appendingPathComponent("check_apple_podcasts.py").path, folder.path] + extra)
+    }
 }

@@ -77,6 +77,9 @@ import TestSupport
             if SoakFeedReaders.available, night == 1 || night == Self.nights {
                 let readers = try SoakFeedReaders.check(files)
                 #expect(readers.status == 0, "night \(night): real feed readers reject a feed or see an id twice:\n\(readers.output)")
+                // Apple's rules, checked independently of storesync's own lint, in every feed of the folder.
+                let apple = try SoakFeedReaders.checkApple(output.appendingPathComponent("feeds"))
+                #expect(apple.status == 0, "night \(night): feeds break Apple Podcasts' rules:\n\(apple.output)")
             }
             let csvProblems = try SoakExportChecks.csvProblems(directory: output.appendingPathComponent("csv"), store: store)
             #expect(csvProblems.isEmpty, "night \(night): \(csvProblems.joined(separator: "\n"))")
