@@ -219,7 +219,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     }
 
     /// Records how the crawl ended. With `exportsFollow`, the run counts as
-    /// finished only once ``markExported(_:message:)`` says its exports are
+    /// finished only once ``markExported(_:message:status:)`` says its exports are
     /// written too; until then the next start resumes it by exporting.
     package func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date,
                           exportsFollow: Bool) throws(StoreSyncError) {
@@ -246,11 +246,11 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     }
 
     /// Every export of the run is written: the run is done, with its crawl's verdict as its status.
-    package func markExported(_ runID: Int64, message: String?) throws(StoreSyncError) {
+    package func markExported(_ runID: Int64, message: String?, status: RunStatus? = nil) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
-                try db.execute(sql: "UPDATE runs SET exported = 1, status = COALESCE(crawl_status, status), message = ? WHERE id = ?",
-                               arguments: [message, runID])
+                try db.execute(sql: "UPDATE runs SET exported = 1, status = COALESCE(?, crawl_status, status), message = ? WHERE id = ?",
+                               arguments: [status?.rawValue, message, runID])
             }
         }
     }

@@ -33,15 +33,17 @@ public protocol SnapshotStore: AnyObject, Sendable {
     func recordTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError)
 
     /// Records how the crawl ended. With `exportsFollow`, the run counts as
-    /// finished only once ``markExported(_:message:)`` says its exports are
+    /// finished only once ``markExported(_:message:status:)`` says its exports are
     /// written too; until then the next start resumes it by exporting.
     func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date, exportsFollow: Bool) throws(StoreSyncError)
 
     /// An export failed: the run says so, and the next start retries the exports (not the crawl).
     func markExportFailed(_ runID: Int64, message: String) throws(StoreSyncError)
 
-    /// Every export of the run is written: the run is done, with its crawl's verdict as its status.
-    func markExported(_ runID: Int64, message: String?) throws(StoreSyncError)
+    /// Every export of the run is written: the run is done, with its crawl's
+    /// verdict as its status, or `status` when the exports lowered it (a feed
+    /// that breaks Apple's rules makes an ok crawl a partial run).
+    func markExported(_ runID: Int64, message: String?, status: RunStatus?) throws(StoreSyncError)
 
     /// Adds time and requests spent outside pages (e.g. a failed page) to a source's counters.
     func addSourceTime(runID: Int64, source: String, requests: Int, seconds: Double) throws(StoreSyncError)

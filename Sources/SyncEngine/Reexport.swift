@@ -19,9 +19,17 @@ public enum Reexport {
         guard let run = try store.runs(limit: 50).first(where: { $0.status != .running }) else {
             throw .storage(path: job.storePath, reason: "no finished run to export: run `storesync run \(job.file)` first")
         }
-        let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
+        var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                     outputDirectory: job.outputDirectory)
-        return try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
-            + SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
+        context.artworkSize = job.artworkSize
+        let data = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
+        context.lint = data.flatMap { file in file.lint.map { (file.path, $0) } }
+        return data + (try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger))
+    }
+
+    /// What the feed lint found in `files`, as the lines a run reports:
+    /// broken requirements and withheld feeds (warnings), missed recommendations (notes).
+    public static func lintLines(_ files: [ExportedFile], outputDirectory: String) -> (warnings: [String], notices: [String]) {
+        Runner.lintReport(files, outputDirectory: outputDirectory)
     }
 }

@@ -134,6 +134,7 @@ public struct Runner: Sendable {
         var errors = phase.errors
         var exported: [ExportedFile] = []
         var lintNotices: [String] = []
+        var lintLowered = false
         if writeExports {
             options.progress?(.exporting)
             // Left by a run killed while it wrote: safe to remove under the run lock.
@@ -155,7 +156,10 @@ public struct Runner: Sendable {
             phase.warnings += lint.warnings.filter { !phase.warnings.contains($0) }
             lintNotices = lint.notices
             context.lint = exported.flatMap { file in file.lint.map { (file.path, $0) } }
-            if !lint.warnings.isEmpty, phase.outcome == .ok { phase.outcome = .partial; outcome = .partial }
+            if !lint.warnings.isEmpty, outcome == .ok {
+                outcome = .partial
+                lintLowered = true
+            }
             // Reports describe the run as it ended, exports included.
             var totals = phase.totals
             totals.warnings = phase.warnings
@@ -175,7 +179,8 @@ public struct Runner: Sendable {
                 try store.markExportFailed(run.id, message: error.description)
             }
             if exportError == nil {
-                try store.markExported(run.id, message: (phase.errors + phase.warnings).first)
+                try store.markExported(run.id, message: (phase.errors + phase.warnings).first,
+                                       status: lintLowered ? outcome : nil)
             } else {
                 outcome = .failed
             }

@@ -131,15 +131,23 @@ struct Export: AsyncParsableCommand {
 
     func run() async throws {
         logging.bootstrap()
+        var lintFailed = false
         do {
             let spec = try Wiring.load(job)
-            for file in try Reexport.run(job: spec, logger: Logger(label: "storesync")) {
+            let files = try Reexport.run(job: spec, logger: Logger(label: "storesync"))
+            for file in files where !file.withheld {
                 print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
             }
+            let lint = Reexport.lintLines(files, outputDirectory: spec.outputDirectory)
+            for line in lint.notices { print("note: \(line)") }
+            for line in lint.warnings { printError("warning: \(line)") }
+            lintFailed = !lint.warnings.isEmpty
         } catch {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)
         }
+        // A feed that breaks Apple's rules gets the same verdict as in a run: finished with warnings.
+        if lintFailed { throw ExitCode(RunStatus.partial.exitCode) }
     }
 }
 

@@ -137,6 +137,9 @@ import TestSupport
         #expect(report.outcome == .partial)
         #expect(report.warnings.contains { $0.contains("feeds/episodes.xml") && $0.contains("channel-image") })
         #expect(report.warnings.contains { $0.contains("was not published (strict: true)") })
+        // `storesync status` tells the same as the exit code.
+        let store = try SQLiteBackend().open(broken.storePath)
+        #expect(try store.run(report.runID)?.status == .partial)
         let reportJSON = try JSONParser.parse(Array(try Data(contentsOf: directory.appendingPathComponent("out/report.json"))))
         #expect(reportJSON["feedLint"]?.arrayValue?.contains { $0["rule"]?.stringValue == "channel-image" } == true)
     }
