@@ -28,7 +28,8 @@ enum FeedExport {
         let template = spec.rssPath ?? spec.atomPath ?? ""
         let grouping = PathTemplate.variables(in: template).intersection(["genre", "country"])
         var files: [ExportedFile] = []
-        for group in try groups(spec, grouping: grouping, context: context) {
+        let spec = mirroringArtwork(spec, context: context)
+        for group in try groups(spec, grouping: grouping, context: context).map({ mirroringArtwork($0, context: context) }) {
             var values = group.values
             values["date"] = dateStamp(context.runDate)
             values["job"] = context.jobName

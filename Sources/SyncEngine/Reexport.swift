@@ -19,8 +19,13 @@ public enum Reexport {
         guard let run = try store.runs(limit: 50).first(where: { $0.status != .running }) else {
             throw .storage(path: job.storePath, reason: "no finished run to export: run `storesync run \(job.file)` first")
         }
-        let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
+        var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                     outputDirectory: job.outputDirectory)
+        // Nothing is downloaded here: feeds point at the copies the last run left in the mirror.
+        if let artwork = job.artworkExport {
+            let urls = try SnapshotExporter.publishedArtworkURLs(job.exports, context: context)
+            context.mirroredArtwork = ArtworkMirrorSync.heldCopies(of: urls, spec: artwork, outputDirectory: job.outputDirectory)
+        }
         return try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
             + SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
     }

@@ -44,6 +44,8 @@ public struct RunReport: Sendable {
     public var dryRun: Bool = false
     /// What the job's `retention:` pruned after the run; nil when it pruned nothing.
     public var pruned: PruneResult?
+    /// What the artwork mirror did; nil when the job has none (or did not export).
+    public var artwork: ArtworkMirrorFigures?
 
     /// Rows of the records table written by this run: always added + changed + removed.
     public var recordRowsWritten: Int { sources.reduce(0) { $0 + $1.counts.recordRowsWritten } }
@@ -133,18 +135,32 @@ public struct Runner: Sendable {
         var outcome = phase.outcome
         var errors = phase.errors
         var exported: [ExportedFile] = []
+        var artworkFigures: ArtworkMirrorFigures?
         if writeExports {
             options.progress?(.exporting)
             // Left by a run killed while it wrote: safe to remove under the run lock.
             let stale = AtomicFile.removeStaleTemporaries(under: URL(fileURLWithPath: job.outputDirectory))
             if stale > 0 { logger.info("removed \(stale) temporary file(s) left by an interrupted export") }
-            let context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
+            var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                         outputDirectory: job.outputDirectory)
             var exportError: StoreSyncError?
+            // The mirror goes first: the feeds written next point at what it holds.
+            if let artwork = job.artworkExport {
+                do {
+                    let outcome = try await mirrorArtwork(artwork, run: run, context: context)
+                    context.mirroredArtwork = outcome.mirrored
+                    context.artworkFigures = outcome.figures
+                    artworkFigures = outcome.figures
+                    exported.append(outcome.file)
+                } catch {
+                    // The feeds are still written, with the original image URLs.
+                    exportError = error
+                }
+            }
             do {
-                exported = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
+                exported += try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
             } catch {
-                exportError = error
+                exportError = exportError ?? error
             }
             // Reports describe the run as it ended, exports included.
             var totals = phase.totals
@@ -191,7 +207,7 @@ public struct Runner: Sendable {
         var report = RunReport(
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
             sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: warnings, errors: errors,
-            seconds: clock.now() - started, pruned: pruned)
+            seconds: clock.now() - started, pruned: pruned, artwork: artworkFigures)
         report.notices = try store.schemaChanges(runID: run.id).map(\.description)
         return report
     }
