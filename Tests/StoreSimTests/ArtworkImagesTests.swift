@@ -79,5 +79,25 @@ import TestSupport
             #expect(output.contains("PNG image data, 1400 x 1500, 8-bit/color RGB"), "\(output)")
             #expect(output.contains("JPEG image data") && output.contains("3000x3000"), "\(output)")
         }
+        // Where libjpeg's djpeg is installed, the entropy-coded data decodes to the whole flat picture.
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/djpeg") {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/djpeg")
+            process.arguments = ["-pnm", jpegURL.path]
+            let pipe = Pipe(), errors = Pipe()
+            process.standardOutput = pipe
+            process.standardError = errors
+            try process.run()
+            let ppm = pipe.fileHandleForReading.readDataToEndOfFile()
+            let warnings = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0 && warnings.isEmpty, "\(warnings)")
+            let header = Array("P6\n3000 3000\n255\n".utf8)
+            #expect(Array(ppm.prefix(header.count)) == header)
+            #expect(ppm.count == header.count + 3000 * 3000 * 3)
+            let pixels = Array(ppm.dropFirst(header.count))
+            let first = Array(pixels.prefix(3)), last = Array(pixels.suffix(3))
+            #expect(first == last)
+        }
     }
 }
