@@ -52,8 +52,8 @@ package struct ArtworkMirrorSync: Sendable {
         package var mirrored: [String: String]
         /// The folder, for the run's list of exported files.
         package var file: ExportedFile
-        /// One line per image that failed or was rejected (logged; the first few go to the summary).
-        package var problems: [String]
+        /// Each image fetched tonight that failed or was rejected, with why.
+        package var problems: [(url: String, reason: String)]
     }
 
     let spec: ArtworkExportSpec
@@ -101,7 +101,7 @@ package struct ArtworkMirrorSync: Sendable {
         var figures = ArtworkMirrorFigures()
         figures.wanted = urls.count
         figures.budgetBytes = spec.budgetBytes
-        var problems: [String] = []
+        var problems: [(url: String, reason: String)] = []
         var filesToDelete: [String] = []
 
         // Requests go out `concurrency` at a time; the Fetcher paces each host.
@@ -133,11 +133,11 @@ package struct ArtworkMirrorSync: Sendable {
                     figures.downloaded += 1
                     if let old = manifest.entries[job.name], old.rejected == nil { filesToDelete.append(job.name) }
                     manifest.entries[job.name] = entry
-                    problems.append("\(job.url): \(entry.rejected ?? "rejected")")
+                    problems.append((job.url, entry.rejected ?? "rejected"))
                 case .failed(let reason):
                     // A copy already held stays published: iTunes never changes the image behind a URL.
                     figures.failed += 1
-                    problems.append("\(job.url): \(reason)")
+                    problems.append((job.url, reason))
                 }
                 // Counted whether it arrived tonight or was answered 304: it is kept out of feeds either way.
                 if manifest.entries[job.name]?.rejected != nil { figures.rejected += 1 }
@@ -179,7 +179,12 @@ package struct ArtworkMirrorSync: Sendable {
             let count = eviction.publishedTonight
             logger.warning("artwork: the budget of \(spec.budgetMB) MB is smaller than tonight's artwork; \(count) published image(s) were evicted and feeds keep their original URLs")
         }
-        for problem in problems { logger.info("artwork: \(problem)") }
+        // One line per image only when asked for (-v); by default one line per kind of problem.
+        for problem in problems { logger.debug("artwork: \(problem.url): \(problem.reason)") }
+        let byReason = Dictionary(grouping: problems, by: \.reason)
+        for (reason, hits) in byReason.sorted(by: { ($0.value.count, $1.key) > ($1.value.count, $0.key) }) {
+            logger.info("artwork: \(hits.count) image(s) not mirrored: \(reason) (e.g. \(hits[0].url))")
+        }
         logger.notice("\(figures.summary)")
         return Outcome(figures: figures, mirrored: mirrored,
                        file: .folder(directory.path, bytes: figures.bytes, files: figures.files), problems: problems)
