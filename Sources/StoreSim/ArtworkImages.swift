@@ -132,13 +132,12 @@ enum ArtworkImages {
             bits.write(0b00, count: 2)  // end of block
         }
         let mcus = ((width + 15) / 16) * ((height + 15) / 16)
-        for index in 0..<mcus {
-            let first = index == 0
-            block(first ? dc[0] : 0)
-            block(0); block(0); block(0)
-            block(first ? dc[1] : 0)
-            block(first ? dc[2] : 0)
-        }
+        block(dc[0])
+        block(0); block(0); block(0)
+        block(dc[1])
+        block(dc[2])
+        // Every later MCU is six "DC difference 0" codes (00) and end-of-blocks (00): 24 zero bits.
+        bits.writeZeros((mcus - 1) * 24)
         out += bits.finishStuffed()
         out += [0xFF, 0xD9]
         return out
@@ -174,6 +173,17 @@ enum ArtworkImages {
                 count -= 8
                 bytes.append(UInt8(truncatingIfNeeded: accumulator >> UInt64(count)))
             }
+        }
+
+        /// `n` zero bits, whole bytes at once (zero bytes need no stuffing).
+        mutating func writeZeros(_ n: Int) {
+            var n = n
+            while count != 0, n > 0 {
+                write(0, count: 1)
+                n -= 1
+            }
+            bytes.append(contentsOf: repeatElement(0, count: n / 8))
+            if n % 8 > 0 { write(0, count: n % 8) }
         }
 
         /// Pads the last byte with 1 bits and stuffs a 0x00 after every 0xFF (ITU T.81 F.1.2.3).
@@ -278,8 +288,21 @@ enum ArtworkImages {
             if byte < 144 { code(0x30 + UInt32(byte), length: 8) } else { code(0x190 + UInt32(byte) - 144, length: 9) }
         }
 
+        /// The fixed code of "copy 258 bytes at distance 1" (symbol 285, then distance code 0), in stream order.
+        static let longestMatch: (bits: UInt32, count: Int) = {
+            var writer = BitWriterLSB()
+            writer.match(length: 258, general: true)
+            var bits = UInt32(writer.accumulator) << UInt32(8 * writer.bytes.count)
+            for (index, byte) in writer.bytes.enumerated() { bits |= UInt32(byte) << UInt32(8 * index) }
+            return (bits, writer.count + 8 * writer.bytes.count)
+        }()
+
         /// A copy of `length` (3…258) bytes at distance 1.
-        mutating func match(length: Int) {
+        mutating func match(length: Int, general: Bool = false) {
+            if length == 258, !general {
+                write(Self.longestMatch.bits, count: Self.longestMatch.count)
+                return
+            }
             let (symbol, extraBits, base) = Self.lengthCode(length)
             if symbol < 280 { code(UInt32(symbol - 256), length: 7) } else { code(0xC0 + UInt32(symbol - 280), length: 8) }
             if extraBits > 0 { write(UInt32(length - base), count: extraBits) }
