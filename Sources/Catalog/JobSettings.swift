@@ -115,6 +115,8 @@ public enum ExportSpec: Sendable, Equatable {
     case runReport(path: String)
     /// The run's metrics in Prometheus text format (node_exporter textfile collector).
     case metrics(path: String)
+    /// A mirror of the artwork the job's feeds publish (`kind: artwork`).
+    case artwork(ArtworkExportSpec)
 
     /// The file or folder (a template, relative to the output folder) the
     /// export writes, as the job file names it: what an error points at.
@@ -124,6 +126,7 @@ public enum ExportSpec: Sendable, Equatable {
         case .csvTables(let directory, _): directory
         case .feed(let feed): feed.rssPath ?? feed.atomPath ?? ""
         case .opml(let opml): opml.path
+        case .artwork(let artwork): artwork.directory
         }
     }
 
@@ -229,6 +232,29 @@ public struct FeedExportSpec: Sendable, Equatable {
         self.description = description
         self.limit = limit
     }
+}
+
+/// The artwork mirror (`kind: artwork`): the images the job's podcast, music
+/// and chart feeds publish, downloaded with conditional requests into
+/// `directory`, kept within `budgetMB` by evicting the least recently published.
+public struct ArtworkExportSpec: Sendable, Equatable {
+    public static let defaultBudgetMB = 500
+
+    /// Folder (relative to the output folder) the images and manifest go in.
+    public var directory: String
+    /// The most the folder may hold, in MiB.
+    public var budgetMB: Int
+    /// Where `directory` is served publicly; when set, feeds written in the
+    /// same run name `artworkBaseURL/<file>` for every image the mirror holds.
+    public var artworkBaseURL: String?
+
+    public init(directory: String = "artwork", budgetMB: Int = ArtworkExportSpec.defaultBudgetMB, artworkBaseURL: String? = nil) {
+        self.directory = directory
+        self.budgetMB = budgetMB
+        self.artworkBaseURL = artworkBaseURL
+    }
+
+    public var budgetBytes: Int64 { Int64(budgetMB) << 20 }
 }
 
 /// An OPML export of podcast feed URLs (`kind: opml`).

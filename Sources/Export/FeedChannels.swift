@@ -61,8 +61,8 @@ struct FeedDirectory {
         if categories.isEmpty, spec.kind == .musicNew { categories = [["Music"]] }
         let country = group.values["country"] ?? group.countries.first
         let language = spec.language ?? country.flatMap(StorefrontLanguage.tag(forCountry:)) ?? "en-us"
-        let image = spec.imageURL.map { ArtworkURL.hiRes($0, size: context.artworkSize) }
-            ?? items.lazy.compactMap(\.imageURL).first
+        // `write` already resized the job's own image and pointed it at the mirror.
+        let image = spec.imageURL ?? items.lazy.compactMap(\.imageURL).first
         var channel = FeedChannel(
             title: title, link: PathTemplate.expand(spec.link, values),
             description: FeedExport.rawExpand(spec.description, values), language: language,

@@ -33,7 +33,9 @@ enum FeedExport {
         let grouping = PathTemplate.variables(in: template).intersection(["genre", "country"])
         let directory = try FeedDirectory(spec, context: context)
         var files: [ExportedFile] = []
-        for group in try groups(spec, grouping: grouping, context: context, keepAll: spec.archive, directory: directory) {
+        let spec = mirroringArtwork(hiResImage(spec, context: context), context: context)
+        for group in try groups(spec, grouping: grouping, context: context, keepAll: spec.archive, directory: directory)
+            .map({ mirroringArtwork($0, context: context) }) {
             var values = group.values
             values["date"] = dateStamp(context.runDate)
             values["job"] = context.jobName

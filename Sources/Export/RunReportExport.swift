@@ -30,6 +30,17 @@ enum RunReportExport {
         return Facts(run: run, sources: sources, entities: entities)
     }
 
+    /// The artwork mirror's night: only in runs that mirrored (the store keeps no copy of it).
+    static func artworkJSON(_ a: ArtworkMirrorFigures) -> JSONValue {
+        .object([
+            "files": .int(Int64(a.files)), "bytes": .int(a.bytes), "budgetBytes": .int(a.budgetBytes),
+            "wanted": .int(Int64(a.wanted)), "published": .int(Int64(a.published)), "requests": .int(Int64(a.requests)),
+            "notModified": .int(Int64(a.notModified)), "downloaded": .int(Int64(a.downloaded)),
+            "downloadedBytes": .int(a.downloadedBytes), "evicted": .int(Int64(a.evicted)),
+            "rejected": .int(Int64(a.rejected)), "failed": .int(Int64(a.failed)),
+        ])
+    }
+
     static func iso(_ date: Date?) -> JSONValue {
         guard let date else { return .null }
         return .string(ISO8601DateFormatter().string(from: date))
@@ -54,7 +65,7 @@ enum RunReportExport {
                 "entities": .object(entities),
             ])
         }
-        let document: JSONValue = .object([
+        var document: JSONValue = .object([
             "job": .string(run.job), "run": .int(run.id), "night": run.night.map { .int(Int64($0)) } ?? .null,
             "status": .string(run.status.rawValue), "exitCode": .int(Int64(run.status.exitCode)),
             "attempts": .int(Int64(run.attempts)),
@@ -79,6 +90,10 @@ enum RunReportExport {
                          "message": .string(entry.finding.message)])
             }),
         ])
+        if case .object(var fields) = document, let artwork = context.artworkFigures {
+            fields["artwork"] = artworkJSON(artwork)
+            document = .object(fields)
+        }
         let text = PrettyJSON.render(document) + "\n"
         try AtomicFile.write(Array(text.utf8), to: url)
         return ExportedFile(path: url.path, bytes: Int64(text.utf8.count), rows: facts.sources.count)

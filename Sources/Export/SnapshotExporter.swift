@@ -12,6 +12,12 @@ package struct ExportContext: Sendable {
     /// the same snapshot always gives byte-identical files (Invariant 4).
     package var runDate: Date
     package var outputDirectory: String
+    /// Image URL → its copy in the artwork mirror (`artworkBaseURL/<file>`),
+    /// for the images the mirror holds tonight; feeds publish the copy. Empty
+    /// without a mirror, so feeds keep the original URLs.
+    package var mirroredArtwork: [String: String] = [:]
+    /// What the artwork mirror did in this run, for report.json; nil without one.
+    package var artworkFigures: ArtworkMirrorFigures?
 
     /// The pixel size of an image URL when something knows it better than the
     /// URL does (the artwork mirror reads its files' headers).
@@ -31,6 +37,12 @@ package struct ExportContext: Sendable {
 
     func url(_ relative: String) -> URL {
         URL(fileURLWithPath: outputDirectory).appendingPathComponent(relative)
+    }
+
+    /// `url`'s copy in the artwork mirror when the mirror holds it, else `url`
+    /// itself: a failed download leaves the original link, never a broken one.
+    package func mirroredArtwork(_ url: String?) -> String? {
+        url.map { mirroredArtwork[$0] ?? $0 }
     }
 
     /// Values for `{date}` and `{job}` in file-name templates.
@@ -106,6 +118,11 @@ package enum SnapshotExporter {
                 case .metrics(let path):
                     let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
                     files.append(try RunReportExport.writeMetrics(to: url, context: context))
+                case .artwork:
+                    // Downloading needs the crawler's Fetcher, which Export does not see: the
+                    // run fills the mirror before these exports (ArtworkMirrorSync in SyncEngine)
+                    // and hands the feeds `context.mirroredArtwork`.
+                    break
                 }
             } catch let error as StoreSyncError {
                 throw error

@@ -504,6 +504,9 @@ enum Endpoints {
          "Marketplace list, newest first, snake or camel page keys; ETag/Last-Modified. e.g. /api/products?page_no=1&items_per_page=100"),
         ("GET /api/products/{id}", "Marketplace detail with images and vendor; ETag/Last-Modified. e.g. /api/products/7"),
         ("GET /healthChecker", "Marketplace health check: \"OK\"."),
+        ("GET /image/{thumb|pf}/…/{W}x{H}….{jpg|png}",
+         "Artwork (mzstatic.com image service): a flat-colour JPEG or PNG of the size in the name, ETag/Last-Modified; "
+            + "map *.mzstatic.com to the simulator. e.g. /image/thumb/Podcasts1/v4/ab/cd/ef/x/mza_1.jpg/3000x3000bb.jpg"),
     ]
 
     /// One request, routed: the pure part of the server.
@@ -518,6 +521,8 @@ enum Endpoints {
             return lookup(world: world, night: night, query: query)
         case "healthChecker" where segments.count == 1:
             return healthCheck()
+        case "image" where segments.count >= 3:
+            return ArtworkImages.respond(path: path, conditions: conditions)
         case "feeds" where segments.count == 2:
             return podcastFeed(world: world, night: night, file: segments[1], conditions: conditions)
         case "api" where segments.count == 2 && segments[1] == "products":

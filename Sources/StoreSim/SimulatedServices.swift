@@ -53,7 +53,11 @@ public struct SimulatedServices: UpstreamServices {
         logger.info("simulator serving night \(night ?? 1) at \(server.baseURL.absoluteString)")
         return UpstreamSession(
             // Simulator bodies name fixed origins (feedUrl on feeds.storesim.test…), never its ephemeral port.
-            transport: HostMappingTransport(wrapping: transport, hostSuffix: ".storesim.test", to: server.baseURL),
+            // Artwork URLs name iTunes' image CDN; the simulator serves those too (the artwork mirror fetches them).
+            transport: HostMappingTransport(wrapping: transport, rules: [
+                HostMappingTransport.Rule(hostSuffix: ".storesim.test", baseURL: server.baseURL),
+                HostMappingTransport.Rule(hostSuffix: ".mzstatic.com", baseURL: server.baseURL),
+            ]),
             baseURL: server.baseURL,
             close: { await server.shutdown() })
     }

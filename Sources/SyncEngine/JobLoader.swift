@@ -142,7 +142,13 @@ extension SettingsReader {
         if let node = value(top, "exports") {
             if let sequence = node.sequence {
                 for (n, element) in sequence.enumerated() {
-                    if let export = exportSpec(element, path: "exports[\(n)]") { exports.append(export) }
+                    if let export = exportSpec(element, path: "exports[\(n)]") {
+                        // Two mirrors would each claim the feeds' images: one per job.
+                        if case .artwork = export, exports.contains(where: { if case .artwork = $0 { true } else { false } }) {
+                            issue(element, "exports[\(n)]", "a job has at most one artwork export")
+                        }
+                        exports.append(export)
+                    }
                 }
             } else {
                 issue(node, "exports", "expected a list of exports")
@@ -251,7 +257,7 @@ extension SettingsReader {
         return SourceSpec(name: name, baseURL: baseURL, removal: removal, settings: settings)
     }
 
-    static let exportKinds = ["sqlite", "csv", "changes-csv", "feed", "opml", "run-report", "metrics"]
+    static let exportKinds = ["sqlite", "csv", "changes-csv", "feed", "opml", "run-report", "metrics", "artwork"]
     static let csvKeys = ["delimiter", "bom", "crlf", "neutralizeFormulas"]
 
     /// A relative path whose template variables are known (and, when
@@ -405,6 +411,23 @@ extension SettingsReader {
         case "metrics":
             checkKeys(fields, path: path, allowed: ["kind", "path"])
             return template(fields, "path", path: path, default: "storesync.prom", allowed: ["job"]).map { .metrics(path: $0) }
+        case "artwork":
+            checkKeys(fields, path: path, allowed: ["kind", "directory", "budgetMB", "artworkBaseURL"])
+            let directory = relativePath(fields, "directory", path: path, default: "artwork")
+            if let directory, directory.split(separator: "/").filter({ $0 != "." }).isEmpty {
+                issue(value(fields, "directory"), join(path, "directory"),
+                      "must be a folder of its own inside the output folder (the mirror deletes images it no longer keeps), got '\(directory)'")
+            }
+            let budget = value(fields, "budgetMB") == nil
+                ? ArtworkExportSpec.defaultBudgetMB : int(fields, "budgetMB", path: path, range: 1...10_000_000)
+            var baseURL: String?
+            if value(fields, "artworkBaseURL") != nil {
+                guard let url = url(fields, "artworkBaseURL", path: path) else { return nil }
+                // Feeds append "/<file>": a trailing slash would double it.
+                baseURL = url.absoluteString.hasSuffix("/") ? String(url.absoluteString.dropLast()) : url.absoluteString
+            }
+            guard let directory, let budget, !directory.split(separator: "/").filter({ $0 != "." }).isEmpty else { return nil }
+            return .artwork(ArtworkExportSpec(directory: directory, budgetMB: budget, artworkBaseURL: baseURL))
         default:
             issue(value(fields, "kind"), join(path, "kind"), "unknown export kind '\(kind)'; one of \(Self.exportKinds.joined(separator: ", "))")
             return nil

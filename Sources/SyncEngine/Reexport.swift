@@ -22,6 +22,13 @@ public enum Reexport {
         var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                     outputDirectory: job.outputDirectory)
         context.artworkSize = job.artworkSize
+        // Nothing is downloaded here: feeds point at the copies the last run left in the mirror.
+        if let artwork = job.artworkExport {
+            let urls = try SnapshotExporter.publishedArtworkURLs(job.exports, context: context)
+            context.mirroredArtwork = ArtworkMirrorSync.heldCopies(of: urls, spec: artwork, outputDirectory: job.outputDirectory)
+            context.imageSize = ArtworkMirrorSync.headerSizes(of: context.mirroredArtwork, spec: artwork,
+                                                              outputDirectory: job.outputDirectory)
+        }
         let data = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
         context.lint = data.flatMap { file in file.lint.map { (file.path, $0) } }
         return data + (try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger))

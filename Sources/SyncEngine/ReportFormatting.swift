@@ -37,6 +37,7 @@ extension RunReport {
                          + " (the listing shifted while it was paged; each row was stored once)")
         }
         lines += Self.exportLines(exports)
+        if let artwork { lines.append(artwork.summary) }
         if let pruned { lines.append(Self.retentionLine(pruned)) }
         for warning in warnings { lines.append("warning: \(warning)") }
         for notice in notices { lines.append("note: \(notice)") }

@@ -44,6 +44,8 @@ public struct RunReport: Sendable {
     public var dryRun: Bool = false
     /// What the job's `retention:` pruned after the run; nil when it pruned nothing.
     public var pruned: PruneResult?
+    /// What the artwork mirror did; nil when the job has none (or did not export).
+    public var artwork: ArtworkMirrorFigures?
 
     /// Rows of the records table written by this run: always added + changed + removed.
     public var recordRowsWritten: Int { sources.reduce(0) { $0 + $1.counts.recordRowsWritten } }
@@ -135,6 +137,7 @@ public struct Runner: Sendable {
         var exported: [ExportedFile] = []
         var lintNotices: [String] = []
         var lintLowered = false
+        var artworkFigures: ArtworkMirrorFigures?
         if writeExports {
             options.progress?(.exporting)
             // Left by a run killed while it wrote: safe to remove under the run lock.
@@ -144,10 +147,25 @@ public struct Runner: Sendable {
                                         outputDirectory: job.outputDirectory)
             context.artworkSize = job.artworkSize
             var exportError: StoreSyncError?
+            // The mirror goes first: the feeds written next point at what it holds.
+            if let artwork = job.artworkExport {
+                do {
+                    let outcome = try await mirrorArtwork(artwork, run: run, context: context)
+                    context.mirroredArtwork = outcome.mirrored
+                    context.imageSize = ArtworkMirrorSync.headerSizes(of: outcome.mirrored, spec: artwork,
+                                                                      outputDirectory: job.outputDirectory)
+                    context.artworkFigures = outcome.figures
+                    artworkFigures = outcome.figures
+                    exported.append(outcome.file)
+                } catch {
+                    // The feeds are still written, with the original image URLs.
+                    exportError = error
+                }
+            }
             do {
-                exported = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
+                exported += try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
             } catch {
-                exportError = error
+                exportError = exportError ?? error
             }
             // What the feed lint found is part of the run's verdict: a broken
             // Apple requirement is a warning (exit 2), a missed recommendation a note.
@@ -207,7 +225,7 @@ public struct Runner: Sendable {
         var report = RunReport(
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
             sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: warnings, errors: errors,
-            seconds: clock.now() - started, pruned: pruned)
+            seconds: clock.now() - started, pruned: pruned, artwork: artworkFigures)
         report.notices = try store.schemaChanges(runID: run.id).map(\.description) + lintNotices
         return report
     }
