@@ -78,7 +78,8 @@ import TestSupport
                 let readers = try SoakFeedReaders.check(files)
                 #expect(readers.status == 0, "night \(night): real feed readers reject a feed or see an id twice:\n\(readers.output)")
                 // Apple's rules, checked independently of storesync's own lint, in every feed of the folder.
-                let apple = try SoakFeedReaders.checkApple(output.appendingPathComponent("feeds"))
+                let apple = try SoakFeedReaders.checkApple(output.appendingPathComponent("feeds"), extra: [
+                    "--artwork", output.appendingPathComponent("artwork").path, "--artwork-base", "https://example.com/artwork"])
                 #expect(apple.status == 0, "night \(night): feeds break Apple Podcasts' rules:\n\(apple.output)")
             }
             let csvProblems = try SoakExportChecks.csvProblems(directory: output.appendingPathComponent("csv"), store: store)
