@@ -47,7 +47,12 @@ public enum CanonicalSchema {
              .init("artwork_url", .text, "the largest cover art URL the source gave"),
              .init("description", .text, "the show's summary"),
              .init("language", .text, "language code of the feed, when known"),
-             .init("genres", .text, "every genre name, JSON array")]
+             .init("genres", .text, "every genre name, JSON array"),
+             .init("owner_name", .text, "the feed's itunes:owner name"),
+             .init("owner_email", .text, "the feed's itunes:owner e-mail"),
+             .init("copyright", .text, "the feed's copyright line"),
+             .init("podcast_type", .text, "episodic or serial (itunes:type)"),
+             .init("categories", .text, "the feed's itunes:category paths, JSON array of \"Parent/Child\"")]
         case .episode:
             [.init("name", .text, "the episode's title"),
              .init("podcast", .text, "the show's title"),
@@ -65,7 +70,8 @@ public enum CanonicalSchema {
              .init("episode_type", .text, "full, trailer or bonus"),
              .init("explicit", .integer, "1 when marked explicit"),
              .init("image_url", .text, "the episode's own artwork"),
-             .init("view_url", .text, "the episode's page in the store")]
+             .init("view_url", .text, "the episode's page in the store"),
+             .init("enclosures", .text, "every media file of the item, JSON array of {url, length, type} (the first is enclosure_url)")]
         case .song, .musicVideo:
             [.init("name", .text, "track title"),
              .init("artist", .text, "performing artist"),

@@ -144,10 +144,15 @@ public struct InputRequest: Sendable, Equatable {
     /// Only these entities (empty = all).
     public var entities: [EntityKind]
     public var selection: InputSelection
+    /// This source's own current records of these entities, appended to the
+    /// inputs after the upstream's (all of them, whatever `selection` says):
+    /// what the source itself learnt last time, e.g. that a feed moved.
+    public var ownEntities: [EntityKind] = []
 
-    public init(source: String, entities: [EntityKind], selection: InputSelection) {
+    public init(source: String, entities: [EntityKind], selection: InputSelection, ownEntities: [EntityKind] = []) {
         self.source = source
         self.entities = entities
         self.selection = selection
+        self.ownEntities = ownEntities
     }
 }

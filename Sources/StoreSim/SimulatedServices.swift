@@ -53,7 +53,11 @@ public struct SimulatedServices: UpstreamServices {
         logger.info("simulator serving night \(night ?? 1) at \(server.baseURL.absoluteString)")
         return UpstreamSession(
             // Simulator bodies name fixed origins (feedUrl on feeds.storesim.test…), never its ephemeral port.
-            transport: HostMappingTransport(wrapping: transport, hostSuffix: ".storesim.test", to: server.baseURL),
+            // The dead feed host (`dead-feed-host`) is a path prefix of the same server.
+            transport: HostMappingTransport(wrapping: transport, rules: [
+                .init(hostSuffix: ContentFaults.deadFeedHost, baseURL: server.baseURL.appendingPathComponent("feeds2")),
+                .init(hostSuffix: ".storesim.test", baseURL: server.baseURL),
+            ]),
             baseURL: server.baseURL,
             close: { await server.shutdown() })
     }
