@@ -342,7 +342,10 @@ struct SourceCrawler: Sendable {
                     input.records = page.items
                     input.rawUnchanged = page.unread.map(\.identity)
                     input.skippedRows = page.skipped.count
-                    input.memo = memo
+                    // A page that may lack items keeps no memo: a 304 next night would
+                    // replay its keys as a complete page, and the sweep would remove
+                    // what the recovery missed. It is fetched and decoded in full again.
+                    input.memo = page.mayLackItems ? nil : memo
                     identities = page.items.map(\.identity) + input.rawUnchanged
                 case .unchanged(let memo):
                     input.unchangedKeys = memo.keys

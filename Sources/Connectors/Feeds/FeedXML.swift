@@ -96,7 +96,7 @@ final class FeedDocument {
            String(validating: body, as: UTF8.self) == nil {
             body = Array(String(decoding: body, as: UTF8.self).utf8)
         }
-        let recovered = parseOnce(body, url: url, encoding: encoding, recover: true)
+        let recovered = parseOnce(predefinedEntitiesAsCharacterReferences(body), url: url, encoding: encoding, recover: true)
         guard let doc = recovered.doc, !recovered.refused, xmlDocGetRootElement(doc) != nil else {
             if let doc = recovered.doc { xmlFreeDoc(doc) }
             throw failure
@@ -110,6 +110,29 @@ final class FeedDocument {
             if reported.count == maxReportedErrors { break }
         }
         return FeedDocument(doc: doc, recoveredErrors: reported)
+    }
+
+    /// `&amp;` and XML's other predefined entities as character references.
+    /// libxml2 2.9 drops every entity reference after the first error of a
+    /// recovery parse (even `&amp;`), but reads character references; lines
+    /// stay where they were (columns after a replacement shift by a byte or two).
+    static func predefinedEntitiesAsCharacterReferences(_ body: [UInt8]) -> [UInt8] {
+        let replacements: [(String, String)] = [("amp;", "#38;"), ("lt;", "#60;"), ("gt;", "#62;"), ("quot;", "#34;"), ("apos;", "#39;")]
+        let patterns = replacements.map { (Array($0.0.utf8), Array($0.1.utf8)) }
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + body.count / 50)
+        var i = 0
+        while i < body.count {
+            out.append(body[i])
+            if body[i] == UInt8(ascii: "&"),
+               let (name, reference) = patterns.first(where: { body[(i + 1)...].starts(with: $0.0) }) {
+                out += reference
+                i += 1 + name.count
+                continue
+            }
+            i += 1
+        }
+        return out
     }
 
     /// One libxml2 parse of `body`.
@@ -383,6 +406,16 @@ struct FeedNode {
                         bytes.append(contentsOf: UnsafeBufferPointer(start: content, count: Int(xmlBufferLength(buffer))))
                     }
                     xmlBufferFree(buffer)
+                }
+            case XML_ENTITY_REF_NODE:
+                // A recovery parse keeps even XML's predefined entities as references.
+                switch c.pointee.name.map({ String(cString: $0) }) {
+                case "amp": bytes.append(UInt8(ascii: "&"))
+                case "lt": bytes.append(UInt8(ascii: "<"))
+                case "gt": bytes.append(UInt8(ascii: ">"))
+                case "quot": bytes.append(UInt8(ascii: "\""))
+                case "apos": bytes.append(UInt8(ascii: "'"))
+                default: break
                 }
             default:
                 // Comments, processing instructions and references to entities
