@@ -200,6 +200,7 @@ package enum PodcastFeed {
         let current = moved ?? response.redirect?.from.absoluteString ?? url
         if let channelNode {
             var podcast = Channel(channelNode, atom: atom).fields
+            if let podcastName { podcast["collectionName"] = .string(podcastName) }
             podcast["feedUrl"] = .string(current)
             podcast[listedFeedURLField] = .string(listedFeedURL ?? response.redirect?.from.absoluteString ?? url)
             records.append(Record(entity: .podcast, key: podcastKey, fields: podcast))
@@ -471,6 +472,7 @@ extension PodcastFeedSettings {
     /// The channel as the feed describes it: the fields the feed owns.
     static func canonicalPodcast(_ wire: [String: JSONValue]) -> CanonicalRecord {
         var c = CanonicalFields(wire)
+        c.text("name", from: "collectionName")
         c.text("feed_url", from: "feedUrl")
         c.text("language", from: "language")
         c.text("description", from: "description")
