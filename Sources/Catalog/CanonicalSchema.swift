@@ -47,7 +47,12 @@ public enum CanonicalSchema {
              .init("artwork_url", .text, "the largest cover art the source gave; iTunes CDN URLs at the job's artworkSize (default 3000×3000) over https"),
              .init("description", .text, "the show's summary"),
              .init("language", .text, "language code of the feed, when known"),
-             .init("genres", .text, "every genre name, JSON array")]
+             .init("genres", .text, "every genre name, JSON array"),
+             .init("owner_name", .text, "the feed's itunes:owner name"),
+             .init("owner_email", .text, "the feed's itunes:owner e-mail"),
+             .init("copyright", .text, "the feed's copyright line"),
+             .init("podcast_type", .text, "episodic or serial (itunes:type)"),
+             .init("categories", .text, "the feed's itunes:category paths, JSON array of \"Parent/Child\"")]
         case .episode:
             [.init("name", .text, "the episode's title"),
              .init("podcast", .text, "the show's title"),
@@ -65,7 +70,8 @@ public enum CanonicalSchema {
              .init("episode_type", .text, "full, trailer or bonus"),
              .init("explicit", .integer, "1 when marked explicit"),
              .init("image_url", .text, "the episode's own artwork"),
-             .init("view_url", .text, "the episode's page in the store")]
+             .init("view_url", .text, "the episode's page in the store"),
+             .init("enclosures", .text, "every media file of the item, JSON array of {url, length, type} (the first is enclosure_url)")]
         case .song, .musicVideo:
             [.init("name", .text, "track title"),
              .init("artist", .text, "performing artist"),
@@ -208,11 +214,17 @@ public struct SourceMapping: Sendable {
     /// is always its listing's), so a removal can find the entity unread.
     public var canonical: @Sendable (EntityKind, [String: JSONValue]) -> CanonicalRecord
     public var role: @Sendable (EntityKind) -> RecordRole
+    /// Canonical fields this source's sightings of a kind decide, whatever
+    /// the other sources say (a feed's own address after it moved); every
+    /// other field goes by role.
+    public var owns: @Sendable (EntityKind) -> Set<String>
 
     public init(canonical: @escaping @Sendable (EntityKind, [String: JSONValue]) -> CanonicalRecord,
-                role: @escaping @Sendable (EntityKind) -> RecordRole) {
+                role: @escaping @Sendable (EntityKind) -> RecordRole,
+                owns: @escaping @Sendable (EntityKind) -> Set<String> = { _ in [] }) {
         self.canonical = canonical
         self.role = role
+        self.owns = owns
     }
 
     /// Fields kept as they are, every sighting listing: what a source of a

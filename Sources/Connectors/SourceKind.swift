@@ -41,6 +41,9 @@ public protocol SourceKind: Sendable, Equatable {
     func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord
     /// How this source's sightings of `entity` count for removal.
     func role(of entity: EntityKind) -> RecordRole
+    /// Canonical fields of `entity` this source decides over every other
+    /// source (see ``SourceMapping/owns``); none by default.
+    func ownedFields(of entity: EntityKind) -> Set<String>
 }
 
 extension SourceKind {
@@ -53,6 +56,7 @@ extension SourceKind {
         CanonicalRecord(entity: entity, fields: wire)
     }
     public func role(of entity: EntityKind) -> RecordRole { .lists }
+    public func ownedFields(of entity: EntityKind) -> Set<String> { [] }
 
     /// The earlier source of the same job this one starts from, if any.
     public var upstream: String? { inputRequest?.source }
@@ -144,10 +148,15 @@ public struct InputRequest: Sendable, Equatable {
     /// Only these entities (empty = all).
     public var entities: [EntityKind]
     public var selection: InputSelection
+    /// This source's own current records of these entities, appended to the
+    /// inputs after the upstream's (all of them, whatever `selection` says):
+    /// what the source itself learnt last time, e.g. that a feed moved.
+    public var ownEntities: [EntityKind] = []
 
-    public init(source: String, entities: [EntityKind], selection: InputSelection) {
+    public init(source: String, entities: [EntityKind], selection: InputSelection, ownEntities: [EntityKind] = []) {
         self.source = source
         self.entities = entities
         self.selection = selection
+        self.ownEntities = ownEntities
     }
 }

@@ -13,7 +13,9 @@ public final class AsyncHTTPTransport: HTTPTransport {
     public init(maxBodyBytes: Int = 64 << 20) {
         var configuration = HTTPClient.Configuration()
         configuration.decompression = .enabled(limit: .ratio(200))
-        configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
+        // The Fetcher follows redirects itself: it paces each hop by its
+        // host's rate limit and must know a feed moved for good (301/308).
+        configuration.redirectConfiguration = .disallow
         configuration.httpVersion = .automatic
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.maxBodyBytes = maxBodyBytes

@@ -47,3 +47,32 @@ package final class CircuitBreaker: Sendable {
     /// The current failure streak (for the log line that says why a source stopped).
     package var consecutiveFailures: Int { state.withLock { $0.consecutive } }
 }
+
+/// One ``CircuitBreaker`` per host for a source's run: a dead feed host stops
+/// the scopes on that host only, while the source's other hosts go on. All
+/// iTunes scopes share one host, so there it behaves as a single breaker.
+package final class HostCircuitBreakers: Sendable {
+    package let threshold: Int
+    private let breakers = Mutex<[String: CircuitBreaker]>([:])
+
+    /// - Parameter threshold: consecutive failures on one host that open its breaker; 0 never opens one.
+    package init(threshold: Int) {
+        self.threshold = max(0, threshold)
+    }
+
+    /// The breaker of `host` (case-insensitive; "" for scopes that fetch nothing over HTTP).
+    package func breaker(for host: String) -> CircuitBreaker {
+        breakers.withLock { breakers in
+            let key = host.lowercased()
+            if let breaker = breakers[key] { return breaker }
+            let breaker = CircuitBreaker(threshold: threshold)
+            breakers[key] = breaker
+            return breaker
+        }
+    }
+
+    /// The hosts whose breaker is open, sorted.
+    package var openHosts: [String] {
+        breakers.withLock { $0.filter { $0.value.isOpen }.keys.sorted() }
+    }
+}

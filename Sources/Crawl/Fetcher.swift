@@ -122,8 +122,56 @@ package final class Fetcher: Sendable {
         }
     }
 
-    /// One request with retries: the pacing, backoff and classification.
+    /// Redirects followed at most for one page, as browsers and podcast apps do.
+    package static let maxRedirects = 5
+
+    /// One page: its request with retries, then each redirect's. Redirects are
+    /// followed here rather than in the transport so every hop is paced by
+    /// its own host's rate limit and the caller learns where the page now
+    /// lives and whether it moved for good (every hop 301 or 308).
     private func fetchFromNetwork(_ url: URL, headers: [String: String]) async -> Result<HTTPResponse, StoreSyncError> {
+        var current = url
+        var visited: Set<String> = [url.absoluteString]
+        var permanent = true
+        var hops = 0
+        while true {
+            let result = await fetchOnce(current, headers: headers)
+            guard case .success(var response) = result else { return result }
+            guard Self.redirectStatuses.contains(response.status) else {
+                if hops > 0 { response.redirect = HTTPResponse.Redirect(from: url, permanent: permanent, hops: hops) }
+                return .success(response)
+            }
+            let failure = { (reason: String) -> Result<HTTPResponse, StoreSyncError> in
+                self.state.withLock { $0.stats.failures += 1 }
+                return .failure(.fetchFailed(url: url.absoluteString, reason: reason,
+                                             remedy: "The scope is marked incomplete, so nothing is removed; the next run asks again"))
+            }
+            guard let location = response.header("location")?.trimmingCharacters(in: .whitespaces),
+                  let next = URL(string: location, relativeTo: current)?.absoluteURL,
+                  let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https", next.host != nil
+            else {
+                return failure("HTTP \(response.status) from \(current.absoluteString) without a usable http(s) Location header")
+            }
+            hops += 1
+            guard hops <= Self.maxRedirects else {
+                return failure("more than \(Self.maxRedirects) redirects (last to \(next.absoluteString))")
+            }
+            guard visited.insert(next.absoluteString).inserted else {
+                return failure("redirect cycle: \(current.absoluteString) leads back to \(next.absoluteString)")
+            }
+            if response.status != 301 && response.status != 308 { permanent = false }
+            logger.debug("following a redirect", metadata: [
+                "from": "\(current.absoluteString)", "to": "\(next.absoluteString)", "status": "\(response.status)",
+            ])
+            current = next
+        }
+    }
+
+    /// The statuses that send the client elsewhere with a `Location`.
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// One request with retries: the pacing, backoff and classification.
+    private func fetchOnce(_ url: URL, headers: [String: String]) async -> Result<HTTPResponse, StoreSyncError> {
         var request = HTTPRequest(url: url, headers: headers)
         request.headers["User-Agent"] = settings.userAgent
         request.headers["Accept-Encoding"] = "gzip"
@@ -236,6 +284,9 @@ package final class Fetcher: Sendable {
             let retryAfter = response.header("retry-after").flatMap(parseRetryAfter)
             switch response.status {
             case 200..<300, 304:
+                return .done(response)
+            case _ where redirectStatuses.contains(response.status):
+                // Followed by the caller (``fetchFromNetwork``), one paced hop at a time.
                 return .done(response)
             case 429:
                 return .retry(reason: "HTTP 429 Too Many Requests", throttled: true, retryAfter: retryAfter)

@@ -19,6 +19,26 @@ public struct HTTPResponse: Sendable, Equatable {
     /// Header names lowercased; repeated headers joined with ", ".
     public var headers: [String: String]
     public var body: [UInt8]
+    /// The redirects the ``Fetcher`` followed to get here, if any; `url` is
+    /// then the final location (what relative links in the body resolve against).
+    public var redirect: Redirect?
+
+    /// How a response was reached through redirects.
+    public struct Redirect: Sendable, Equatable {
+        /// The URL first asked for.
+        public var from: URL
+        /// True when every hop was 301 or 308: the resource moved for good,
+        /// and whoever keeps its address should keep the new one.
+        public var permanent: Bool
+        /// Redirects followed (1 or more).
+        public var hops: Int
+
+        public init(from: URL, permanent: Bool, hops: Int) {
+            self.from = from
+            self.permanent = permanent
+            self.hops = hops
+        }
+    }
 
     public init(url: URL, status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
         self.url = url

@@ -53,6 +53,14 @@ public struct DecodedPage<Item: Sendable>: Sendable {
     /// ``RowMemory``), not decoded; each with the hash of its bytes, so the
     /// applier can check the store still holds exactly that.
     public var unread: [(identity: RecordIdentity, rawHash: ContentHash)] = []
+    /// The document was not well-formed and was read in recovery mode: what
+    /// the parser passed over, each with line and column. The items are what
+    /// could be recovered, so the page may lack some and must not drive removals.
+    public var recoveredErrors: [String] = []
+    /// The page may not list everything its scope holds (a recovered
+    /// document, a feed announcing that it moved): the scope ends settled but
+    /// removes nothing.
+    public var mayLackItems = false
 
     public init(items: [Item], rowCount: Int, hasNext: Bool? = nil, skipped: [String] = []) {
         self.items = items

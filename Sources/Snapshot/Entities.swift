@@ -82,7 +82,11 @@ struct EntityWriter {
     private let update: Statement
     private let logStatement: RawStatement
 
-    init(_ db: Database, runID: Int64, logAddedValues: Bool) throws {
+    /// The fields a sighting's source owns (``SourceMapping/owns``).
+    let owns: (Sighting) -> Set<String>
+
+    init(_ db: Database, runID: Int64, logAddedValues: Bool, owns: @escaping (Sighting) -> Set<String> = { _ in [] }) throws {
+        self.owns = owns
         self.db = db
         self.runID = runID
         self.logAddedValues = logAddedValues
@@ -168,7 +172,7 @@ struct EntityWriter {
 
     private func rewrite(_ row: EntityRow, entity: EntityKind, key: String, sightings: [Sighting],
                          parts: [String: [String: JSONValue]], cause: String, log: Bool) throws {
-        let merged = Self.merge(sightings: sightings, parts: parts)
+        let merged = Self.merge(sightings: sightings, parts: parts, owns: owns)
         let bytes = CanonicalJSON.encodeObject(merged)
         let hash = ContentHash(bytes: bytes).sqliteValue
         let sourcesText = Sighting.encode(sightings)
@@ -205,10 +209,18 @@ struct EntityWriter {
     }
 
     /// The entity's fields: each field from the most authoritative sighting that has it.
-    static func merge(sightings: [Sighting], parts: [String: [String: JSONValue]]) -> [String: JSONValue] {
+    static func merge(sightings: [Sighting], parts: [String: [String: JSONValue]],
+                      owns: (Sighting) -> Set<String> = { _ in [] }) -> [String: JSONValue] {
         if sightings.count == 1, let only = parts[sightings[0].partKey] { return only }
         let ordered = sightings.sorted { ($0.authority, $1.partKey) > ($1.authority, $0.partKey) }
         var merged: [String: JSONValue] = [:]
+        // Fields a source owns first, then the rest by authority.
+        for sighting in ordered {
+            let part = parts[sighting.partKey] ?? [:]
+            for field in owns(sighting) where merged[field] == nil {
+                if let value = part[field], value != .null { merged[field] = value }
+            }
+        }
         for sighting in ordered {
             for (field, value) in parts[sighting.partKey] ?? [:] where merged[field] == nil && value != .null {
                 merged[field] = value
@@ -222,6 +234,12 @@ extension SQLiteSnapshotStore {
     /// The mapping of `source`; a source the run did not name keeps its fields.
     func mapping(for source: String) -> SourceMapping {
         mappings.withLock { $0[source] } ?? .identity
+    }
+
+    /// Which fields each sighting's source owns, from the run's mappings.
+    var ownership: (Sighting) -> Set<String> {
+        let mappings = self.mappings.withLock { $0 }
+        return { sighting in mappings[sighting.source]?.owns(sighting.kind) ?? [] }
     }
 
     package func prepareEntities(_ mappings: [String: SourceMapping], fingerprint: String?) throws(StoreSyncError) {
@@ -253,7 +271,7 @@ extension SQLiteSnapshotStore {
     private func rebuildEntities(_ db: Database) throws {
         let lastRun = try Int64.fetchOne(db, sql: "SELECT max(id) FROM runs") ?? 0
         let firstRun = try Int64.fetchOne(db, sql: "SELECT min(id) FROM runs") ?? 0
-        let writer = try EntityWriter(db, runID: lastRun, logAddedValues: false)
+        let writer = try EntityWriter(db, runID: lastRun, logAddedValues: false, owns: ownership)
         var registries: [String: FieldRegistryWriter] = [:]
         let rows = try Row.fetchCursor(db, sql: "SELECT source, entity, key, payload, added_run FROM records ORDER BY rowid")
         while let row = try rows.next() {

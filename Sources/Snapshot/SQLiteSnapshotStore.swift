@@ -342,7 +342,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                 let update = try db.cachedStatement(sql: """
                     UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
                     """)
-                let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues)
+                let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership)
                 var registry: FieldRegistryWriter?
                 func merge(_ record: Catalog.Record, _ position: Int) throws {
                     let mappedRecord = mapped[position] ?? MappedRecord(record, mapping)

@@ -51,7 +51,7 @@ extension SQLiteSnapshotStore {
                 var orphans: [(source: String, identity: RecordIdentity)] = []
                 let unseen = try unseenMembers(db, runID: runID, source: source, scope: scope, seen: seenKeys)
                 let result = try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy,
-                                                  mapping: mapping, unseen: unseen, removed: &gone, cascaded: &orphans)
+                                                  mapping: mapping, owns: ownership, unseen: unseen, removed: &gone, cascaded: &orphans)
                 try db.execute(sql: "UPDATE scopes SET swept_run = ? WHERE source = ? AND scope = ?", arguments: [runID, source, scope])
                 removed = gone
                 cascaded = orphans
@@ -126,8 +126,8 @@ extension SQLiteSnapshotStore {
 
     static func removalPass(
         _ db: Database, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy,
-        mapping: SourceMapping, unseen: [RecordIdentity]?, removed: inout [RecordIdentity],
-        cascaded: inout [(source: String, identity: RecordIdentity)]
+        mapping: SourceMapping, owns: @escaping (Sighting) -> Set<String>, unseen: [RecordIdentity]?,
+        removed: inout [RecordIdentity], cascaded: inout [(source: String, identity: RecordIdentity)]
     ) throws -> RemovalResult {
         var result = RemovalResult()
         var members = 0
@@ -170,7 +170,7 @@ extension SQLiteSnapshotStore {
                            arguments: [source, identity.entity.rawValue, identity.key])
         }
         missed.sort()
-        let entities = try EntityWriter(db, runID: runID, logAddedValues: true)
+        let entities = try EntityWriter(db, runID: runID, logAddedValues: true, owns: owns)
         func sighting(_ identity: RecordIdentity) -> Sighting {
             Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
         }
@@ -238,7 +238,7 @@ extension SQLiteSnapshotStore {
         do {
             return try pool.write { db in
                 var result = RemovalResult()
-                let entities = try EntityWriter(db, runID: runID, logAddedValues: true)
+                let entities = try EntityWriter(db, runID: runID, logAddedValues: true, owns: ownership)
                 let members = try Row.fetchAll(db, sql: "SELECT entity, key FROM records WHERE source = ? AND scope = ?",
                                                arguments: [source, scope]).compactMap { row -> RecordIdentity? in
                     EntityKind(rawValue: row[0]).map { RecordIdentity(entity: $0, key: row[1]) }

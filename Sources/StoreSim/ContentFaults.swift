@@ -17,6 +17,18 @@ struct ContentFaults: Sendable {
     let invalidUTF8: Double
     let xmlInvalid: Double
     let formula: Double
+    /// Fraction of podcast feeds served as one of ``FeedVariant``.
+    let feedVariants: Double
+    /// Fraction of podcasts whose feed is on ``deadFeedHost``.
+    let deadFeedHostShare: Double
+
+    /// Where real feed hosts differ from the tidy feed: one per faulted feed.
+    enum FeedVariant: CaseIterable, Sendable {
+        case invalidCharacter, relativeEnclosure, newLocation, newFeedURL, movedPermanently, twoEnclosures, latin1
+    }
+
+    /// The feed host the `dead-feed-host` fault puts feeds on; it answers 503.
+    static let deadFeedHost = "feeds2.storesim.test"
 
     init(seed: UInt64, plan: FaultPlan) {
         self.seed = seed
@@ -24,11 +36,28 @@ struct ContentFaults: Sendable {
         invalidUTF8 = plan.value(.invalidUTF8) ?? 0
         xmlInvalid = plan.value(.xmlInvalidChars) ?? 0
         formula = plan.value(.formulaStrings) ?? 0
+        feedVariants = plan.value(.feedVariants) ?? 0
+        deadFeedHostShare = plan.value(.deadFeedHost) ?? 0
     }
 
     static let none = ContentFaults(seed: 0, plan: .none)
 
     var isEmpty: Bool { huge == 0 && invalidUTF8 == 0 && xmlInvalid == 0 && formula == 0 }
+
+    /// The variant podcast `index`'s feed is served as, if any. Consecutive
+    /// faulted podcasts take the variants in turn (from a seeded start), so a
+    /// handful of feeds shows every one.
+    func feedVariant(podcast index: Int) -> FeedVariant? {
+        guard feedVariants > 0, StableRandom.chance(feedVariants, draw(.feedVariants, 0, index)) else { return nil }
+        let all = FeedVariant.allCases
+        let offset = Int(StableRandom.hash(seed, FaultPlan.Kind.feedVariants.tag) % UInt64(all.count))
+        return all[(index + offset) % all.count]
+    }
+
+    /// Whether podcast `index`'s feed lives on the dead host.
+    func onDeadFeedHost(podcast index: Int) -> Bool {
+        deadFeedHostShare > 0 && StableRandom.chance(deadFeedHostShare, draw(.deadFeedHost, 0, index))
+    }
 
     private func draw(_ kind: FaultPlan.Kind, _ tag: UInt64, _ index: Int) -> UInt64 {
         StableRandom.hash(seed, kind.tag, tag, UInt64(index))

@@ -330,18 +330,33 @@ enum Endpoints {
 
     /// `GET /feeds/{trackId}.xml`: the podcast's RSS feed, with validators;
     /// 404 for podcasts without a feed or not alive.
-    static func podcastFeed(world: World, night: Int, file: String, conditions: Conditions) -> SimResponse {
+    ///
+    /// A feed with the `feed-variants` fault `.movedPermanently` answers 301 to
+    /// `/feeds/moved/{trackId}.xml`; that address (`atNewAddress`) serves the
+    /// plain feed of any moved variant.
+    static func podcastFeed(world: World, night: Int, file: String, conditions: Conditions,
+                            atNewAddress: Bool = false) -> SimResponse {
         guard file.hasSuffix(".xml"), let i = world.podcasts.index(forKey: String(file.dropLast(4))),
               world.podcasts.episodeNumbers(i, night: night) != nil else {
             return notFound()
+        }
+        let variant = world.podcasts.faults.feedVariant(podcast: i)
+        if atNewAddress, ![.newLocation, .newFeedURL, .movedPermanently].contains(variant) { return notFound() }
+        if !atNewAddress, variant == .movedPermanently {
+            var moved = SimResponse(status: 301, contentType: "text/plain", body: Array("Moved Permanently".utf8))
+            moved.headers = [("Location", SimulatedFeed.newAddress(world.podcasts, i))]
+            return moved
         }
         // Every change of a podcast shows in its feed (title, category, image or a
         // new item), so the feed last changed on its last change night or birth.
         let timeline = world.podcasts.timeline
         let since = timeline.history(i, night: night).lastAnyChange ?? timeline.birthNight(i)
         let stamp = itunesStamp(since).adding(hours: 7)
-        guard let body = SimulatedFeed.body(world.podcasts, i, night: night, lastBuild: stamp) else { return notFound() }
-        return validated(body, contentType: SimulatedFeed.contentType, lastModified: stamp, conditions: conditions)
+        guard let body = SimulatedFeed.body(world.podcasts, i, night: night, lastBuild: stamp, atNewAddress: atNewAddress) else {
+            return notFound()
+        }
+        let contentType = !atNewAddress && variant == .latin1 ? SimulatedFeed.contentTypeWithoutCharset : SimulatedFeed.contentType
+        return validated(body, contentType: contentType, lastModified: stamp, conditions: conditions)
     }
 
     static func notFound() -> SimResponse {
@@ -525,6 +540,11 @@ enum Endpoints {
             return ArtworkImages.respond(path: path, conditions: conditions)
         case "feeds" where segments.count == 2:
             return podcastFeed(world: world, night: night, file: segments[1], conditions: conditions)
+        case "feeds" where segments.count == 3 && segments[1] == "moved":
+            return podcastFeed(world: world, night: night, file: segments[2], conditions: conditions, atNewAddress: true)
+        case "feeds2":
+            // The dead feed host (`dead-feed-host`): nothing it serves ever works.
+            return SimResponse(status: 503, contentType: "text/html", body: Array("<html><body>503 Service Unavailable</body></html>".utf8))
         case "api" where segments.count == 2 && segments[1] == "products":
             return productList(world: world, night: night, query: query, conditions: conditions, effects: effects)
         case "api" where segments.count == 3 && segments[1] == "products":

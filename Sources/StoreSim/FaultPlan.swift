@@ -25,6 +25,7 @@ public struct FaultPlan: Sendable, Equatable, CustomStringConvertible {
         case emptyPage = "empty-page", duplicate, drift, latency
         case hugeField = "huge-field", invalidUTF8 = "invalid-utf8", xmlInvalidChars = "xml-invalid-chars"
         case formulaStrings = "formula-strings"
+        case feedVariants = "feed-variants", deadFeedHost = "dead-feed-host"
 
         enum Value {
             /// A probability in 0...1 (per request, or per record for content faults).
@@ -51,6 +52,7 @@ public struct FaultPlan: Sendable, Equatable, CustomStringConvertible {
             case .drift: 2
             case .latency: 100
             case .hugeField, .invalidUTF8, .xmlInvalidChars, .formulaStrings: 0.01
+            case .feedVariants, .deadFeedHost: 0.1
             default: 0.1
             }
         }
@@ -58,7 +60,7 @@ public struct FaultPlan: Sendable, Equatable, CustomStringConvertible {
         /// Part of the world's content rather than of one request.
         var isContent: Bool {
             switch self {
-            case .hugeField, .invalidUTF8, .xmlInvalidChars, .formulaStrings: true
+            case .hugeField, .invalidUTF8, .xmlInvalidChars, .formulaStrings, .feedVariants, .deadFeedHost: true
             default: false
             }
         }
@@ -116,6 +118,15 @@ public struct FaultPlan: Sendable, Equatable, CustomStringConvertible {
                     + "U+FFFE, U+FFFF) in the title; JSON escapes them, podcast feeds carry them raw."
             case .formulaStrings:
                 "VALUE = fraction of records (content). Titles that start with =, +, - or @ (spreadsheet formulas)."
+            case .feedVariants:
+                "VALUE = fraction of podcast feeds (content). Each carries one of what real hosts serve, in turn by "
+                    + "podcast: a character XML cannot hold (in itunes:keywords), enclosures relative to an xml:base, "
+                    + "a move announced by <redirect><newLocation> or itunes:new-feed-url, a 301 to "
+                    + "/feeds/moved/{id}.xml (the new address serves the plain feed), a second enclosure per item, "
+                    + "a Latin-1 body with neither an encoding declaration nor a charset."
+            case .deadFeedHost:
+                "VALUE = fraction of podcasts (content). Their feedUrl is on feeds2.storesim.test (mapped to "
+                    + "/feeds2 on the simulator), a host that answers every request with 503."
             }
         }
     }

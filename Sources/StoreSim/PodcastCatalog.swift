@@ -257,7 +257,10 @@ struct PodcastCatalog: Sendable {
             row.add("artistViewUrl", "https://itunes.apple.com/us/artist/\(Self.slug(artistName))/id\(artistID)?mt=2&uo=4")
         }
         row.add("collectionViewUrl", viewURL)
-        if fixed.hasFeed { row.add("feedUrl", "\(baseURL)/feeds/\(trackID).xml") }
+        if fixed.hasFeed {
+            let origin = faults.onDeadFeedHost(podcast: i) ? "http://\(ContentFaults.deadFeedHost)" : baseURL
+            row.add("feedUrl", "\(origin)/feeds/\(trackID).xml")
+        }
         row.add("trackViewUrl", viewURL)
         row.add("artworkUrl30", artwork.url(size: 30))
         row.add("artworkUrl60", artwork.url(size: 60))

@@ -53,10 +53,12 @@ public struct SimulatedServices: UpstreamServices {
         logger.info("simulator serving night \(night ?? 1) at \(server.baseURL.absoluteString)")
         return UpstreamSession(
             // Simulator bodies name fixed origins (feedUrl on feeds.storesim.test…), never its ephemeral port.
-            // Artwork URLs name iTunes' image CDN; the simulator serves those too (the artwork mirror fetches them).
+            // The dead feed host (`dead-feed-host`) is a path prefix of the same server; artwork URLs name
+            // iTunes' image CDN, which the simulator serves too (the artwork mirror fetches them).
             transport: HostMappingTransport(wrapping: transport, rules: [
-                HostMappingTransport.Rule(hostSuffix: ".storesim.test", baseURL: server.baseURL),
-                HostMappingTransport.Rule(hostSuffix: ".mzstatic.com", baseURL: server.baseURL),
+                .init(hostSuffix: ContentFaults.deadFeedHost, baseURL: server.baseURL.appendingPathComponent("feeds2")),
+                .init(hostSuffix: ".storesim.test", baseURL: server.baseURL),
+                .init(hostSuffix: ".mzstatic.com", baseURL: server.baseURL),
             ]),
             baseURL: server.baseURL,
             close: { await server.shutdown() })

@@ -141,6 +141,7 @@ public final class SimulatorServer: Sendable {
             switch name.lowercased() {
             case "retry-after": headers[.retryAfter] = value
             case "cache-control": headers[.cacheControl] = value
+            case "location": headers[.location] = value
             default: assertionFailure("unsupported simulator header \(name)")
             }
         }

@@ -31,6 +31,11 @@ extension RunReport {
             lines.append("gone: \(source.name) \(source.gone.count) scope\(source.gone.count == 1 ? "" : "s") answered 404/410 "
                          + "(\(source.gone.prefix(3).joined(separator: ", "))\(source.gone.count > 3 ? ", …" : "")); what they stored before is kept")
         }
+        for source in sources where !source.recovered.isEmpty {
+            lines.append("recovered: \(source.name) \(source.recovered.count) scope\(source.recovered.count == 1 ? "" : "s") not well-formed, "
+                         + "read in recovery mode (\(source.recovered.prefix(3).joined(separator: ", "))\(source.recovered.count > 3 ? ", …" : "")); "
+                         + "what they recovered is stored and nothing is removed on their account")
+        }
         let drift = sources.filter { $0.drift > 0 }
         if !drift.isEmpty {
             lines.append("drift: " + drift.map { "\($0.name) \($0.drift) rows seen twice within a scope" }.joined(separator: ", ")

@@ -22,6 +22,10 @@ public struct SourceReport: Sendable {
     /// Scopes whose resource answered 404/410 where that is normal (a feed
     /// taken down): what they stored before is kept.
     public var gone: [String] = []
+    /// Scopes whose document was not well-formed and was read in recovery
+    /// mode, each with its first error: what was recovered is stored, and
+    /// nothing is removed on their account.
+    public var recovered: [String] = []
 }
 
 /// The summary of one run.
@@ -324,6 +328,10 @@ public struct Runner: Sendable {
             do {
                 inputs = try store.inputRecords(source: request.source, entities: request.entities,
                                                 selection: request.selection, runID: run.id, consumer: source.name)
+                if !request.ownEntities.isEmpty {
+                    inputs += try store.inputRecords(source: source.name, entities: request.ownEntities, selection: .all,
+                                                     runID: run.id, consumer: "\(source.name)#own")
+                }
             } catch {
                 report.errors.append(error.description)
                 return report
@@ -332,7 +340,7 @@ public struct Runner: Sendable {
         let scopes = source.scopes(baseURL: baseURL, inputs: inputs)
         let crawler = SourceCrawler(
             source: source, run: run, store: store, fetcher: fetcher,
-            breaker: CircuitBreaker(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
+            breakers: HostCircuitBreakers(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
             concurrency: job.http.concurrency, progress: progress)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
         // The first load of an empty snapshot builds its key index once at the end.
@@ -417,6 +425,7 @@ public struct Runner: Sendable {
         report.drift = result.drift
         report.unchangedPages = result.unchangedPages
         report.gone = result.goneScopes
+        report.recovered = result.recoveredScopes
         return report
     }
 

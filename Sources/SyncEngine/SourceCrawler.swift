@@ -74,7 +74,8 @@ struct SourceCrawler: Sendable {
     let run: RunInfo
     let store: any SnapshotStore
     let fetcher: Fetcher
-    let breaker: CircuitBreaker
+    /// One breaker per host: a dead feed host stops only the scopes on it.
+    let breakers: HostCircuitBreakers
     let clock: any CrawlClock
     let logger: Logger
     let concurrency: Int
@@ -99,6 +100,9 @@ struct SourceCrawler: Sendable {
         var goneScopes: [String] = []
         /// Scopes that ended as intended in this run (complete, capped on purpose, or gone).
         var settled: Set<String> = []
+        /// Scopes whose document was read in recovery mode, each with its
+        /// first error: stored, but removing nothing.
+        var recoveredScopes: [String] = []
 
         mutating func add(_ other: Result) {
             scopesTotal += other.scopesTotal
@@ -110,6 +114,7 @@ struct SourceCrawler: Sendable {
             cappedScopes += other.cappedScopes
             goneScopes += other.goneScopes
             settled.formUnion(other.settled)
+            recoveredScopes += other.recoveredScopes
         }
     }
 
@@ -173,10 +178,12 @@ struct SourceCrawler: Sendable {
         let outcome = await PageWalker.walk(
             pagination: scope.pagination, startPage: startPage, toleratesGone: scope.toleratesGone,
             fetch: { index throws(StoreSyncError) -> (page: (FetchedPage, requests: Int), url: String) in
+                let host = scope.pageURL(index)?.host?.lowercased() ?? ""
+                let breaker = breakers.breaker(for: host)
                 if breaker.isOpen {
                     throw StoreSyncError(
                         .circuitOpen,
-                        "circuit breaker open: not fetched, as source '\(source.name)' stopped after \(fetcher.settings.circuitBreakerThreshold) failed pages in a row",
+                        "circuit breaker open: not fetched, as source '\(source.name)' stopped asking \(host.isEmpty ? "its pages" : host) after \(fetcher.settings.circuitBreakerThreshold) failed pages in a row",
                         place: scope.pageURL(index).map { .url($0.absoluteString) } ?? .scope(source: source.name, scope: scope.id),
                         remedy: "The scope is marked incomplete, so nothing is removed; the next run tries the source again "
                             + "(the first errors of this source say why it failed)")
@@ -194,8 +201,16 @@ struct SourceCrawler: Sendable {
                     breaker.recordSuccess()
                     return ((fetched, tally.requests), url)
                 case .failure(let error):
-                    // A tolerated 404/410 is the server answering clearly, not a failing service.
-                    if error.code == .gone, scope.toleratesGone { breaker.recordSuccess() } else { breaker.recordFailure() }
+                    if error.code == .gone, scope.toleratesGone {
+                        // A tolerated 404/410 is the server answering clearly, not a failing service.
+                        breaker.recordSuccess()
+                    } else if error.code == .malformedPage {
+                        // A content error: the host answered, with a body that does not
+                        // decode. That is one page's problem, not an outage, so it neither
+                        // counts toward the breaker nor proves the host healthy.
+                    } else if !breaker.isOpen, breaker.recordFailure() {
+                        logger.error("\(source.name): circuit breaker open for \(host.isEmpty ? "the source" : "host \(host)") after \(breaker.threshold) failed pages in a row; its remaining scopes are not fetched this run")
+                    }
                     throw error
                 }
             },
@@ -287,6 +302,10 @@ struct SourceCrawler: Sendable {
         // Drift shows as a key repeated on a later page of the same scope.
         var keysInScope = Set<RecordIdentity>()
         let tracksDrift: Bool = if case .http = scope.origin { true } else { false }
+        // A page that may lack items (recovered, or a feed announcing a move)
+        // keeps the whole scope from removing anything.
+        var lacksItems = false
+        var recovered: String?
         while let message = await channel.next() {
             switch message {
             case .page(let index, let fetched, let requests, let isLast):
@@ -309,10 +328,24 @@ struct SourceCrawler: Sendable {
                         }
                     }
                     for skip in page.skipped { logger.warning("skipped a row: \(skip)") }
+                    if page.mayLackItems {
+                        lacksItems = true
+                        input.completesScope = false
+                    }
+                    if let first = page.recoveredErrors.first {
+                        // One line per feed, however many errors: the first few say where.
+                        let count = page.recoveredErrors.count
+                        let shown = page.recoveredErrors.prefix(3).joined(separator: "; ")
+                        logger.warning("\(source.name) \(scope.id) page \(index): not well-formed XML, read in recovery mode: \(page.items.count) records recovered, \(count) error\(count == 1 ? "" : "s") (\(shown)\(count > 3 ? "; …" : "")); nothing is removed on its account")
+                        recovered = recovered ?? "\(scope.id) (\(first))"
+                    }
                     input.records = page.items
                     input.rawUnchanged = page.unread.map(\.identity)
                     input.skippedRows = page.skipped.count
-                    input.memo = memo
+                    // A page that may lack items keeps no memo: a 304 next night would
+                    // replay its keys as a complete page, and the sweep would remove
+                    // what the recovery missed. It is fetched and decoded in full again.
+                    input.memo = page.mayLackItems ? nil : memo
                     identities = page.items.map(\.identity) + input.rawUnchanged
                 case .unchanged(let memo):
                     input.unchangedKeys = memo.keys
@@ -338,6 +371,10 @@ struct SourceCrawler: Sendable {
             }
         }
         switch outcome {
+        case .complete where lacksItems:
+            // Settled, not failed, but capped: what the page may lack was not seen, so nothing is removed.
+            if let recovered { result.recoveredScopes.append(recovered) }
+            return finish(scope: scope, state: .capped, error: nil, into: &result)
         case .complete:
             return finish(scope: scope, state: .complete, error: nil, into: &result)
         case .gone(let url, let status):

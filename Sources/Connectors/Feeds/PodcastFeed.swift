@@ -34,7 +34,11 @@ extension PodcastFeedSettings: SourceKind {
         return feeds
     }
 
-    public var inputRequest: InputRequest? { InputRequest(source: from, entities: [.podcast], selection: select) }
+    /// The upstream's podcasts, then this source's own podcast records (a
+    /// feed's recorded move: see ``PodcastFeed/scopes(settings:podcasts:)``).
+    public var inputRequest: InputRequest? {
+        InputRequest(source: from, entities: [.podcast], selection: select, ownEntities: [.podcast])
+    }
 
     public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
         PodcastFeed.scopes(settings: self, podcasts: inputs)
@@ -57,31 +61,57 @@ package enum PodcastFeed {
     private static let onePage = Pagination.pageNumber(firstPage: 1, pageSize: 1, maxPages: 1)
 
     /// The scopes for `podcasts` (records of the upstream source, in key
-    /// order): those `settings.podcasts` names (all when empty), with a usable
-    /// http(s) `feedUrl`, at most `settings.maxFeeds` of them. Podcasts without
-    /// a feed are not scopes at all: there is nothing to crawl, and their
-    /// missing episodes say nothing.
+    /// order, then this source's own podcast records): those
+    /// `settings.podcasts` names (all when empty), with a usable http(s)
+    /// `feedUrl`, at most `settings.maxFeeds` of them. Podcasts without a feed
+    /// are not scopes at all: there is nothing to crawl, and their missing
+    /// episodes say nothing.
+    ///
+    /// A feed that moved is fetched from where it moved to: this source's own
+    /// podcast record says where (`feedUrl`) and which upstream address it
+    /// moved from (`listedFeedUrl`). The move holds while the upstream still
+    /// lists that old address; once the upstream lists another one (the
+    /// directory learnt of the move, or of a newer one), the upstream's wins.
     static func scopes(settings: PodcastFeedSettings, podcasts: [Record]) -> [CrawlScope] {
         let wanted = Set(settings.podcasts)
         let limit = settings.maxFeeds.map { max(0, $0) } ?? Int.max
+        var moves: [String: (from: String, to: URL)] = [:]
+        var upstream: [Record] = []
+        for podcast in podcasts where podcast.entity == .podcast {
+            guard let fields = try? podcast.fields() else { continue }
+            if let listed = fields[Self.listedFeedURLField]?.stringValue {
+                if let to = feedURL(fields["feedUrl"]) { moves[podcast.key] = (listed, to) }
+            } else {
+                upstream.append(podcast)
+            }
+        }
         var seen = Set<String>()
         var scopes: [CrawlScope] = []
-        for podcast in podcasts where podcast.entity == .podcast {
+        for podcast in upstream {
             guard scopes.count < limit else { break }
             guard wanted.isEmpty || wanted.contains(podcast.key), seen.insert(podcast.key).inserted,
-                  let fields = try? podcast.fields(), let url = feedURL(fields["feedUrl"]) else { continue }
+                  let fields = try? podcast.fields(), let listed = feedURL(fields["feedUrl"]) else { continue }
             let key = podcast.key
+            var url = listed
+            if let move = moves[key], move.from == listed.absoluteString { url = move.to }
             // The channel title is the podcast's name; the catalogue's name stands in when a feed has none.
             let name = (fields["collectionName"] ?? fields["trackName"])?.stringValue
+            let fetchURL = url
             var scope = CrawlScope(
-                id: "feed:\(key)", pagination: onePage, pageURL: { _ in url }, toleratesGone: true,
-                decode: { response throws(StoreSyncError) in try decodeFeed(response, podcastKey: key, podcastName: name) }
+                id: "feed:\(key)", pagination: onePage, pageURL: { _ in fetchURL }, toleratesGone: true,
+                decode: { response throws(StoreSyncError) in
+                    try decodeFeed(response, podcastKey: key, podcastName: name, listedFeedURL: listed.absoluteString)
+                }
             )
             scope.inputs = [podcast.identity]
             scopes.append(scope)
         }
         return scopes
     }
+
+    /// The wire field of this source's podcast record naming the upstream
+    /// feed address the scope was built from (see ``scopes(settings:podcasts:)``).
+    static let listedFeedURLField = "listedFeedUrl"
 
     /// An absolute http(s) URL with a host, or nil.
     static func feedURL(_ value: JSONValue?) -> URL? {
@@ -103,16 +133,19 @@ package enum PodcastFeed {
     ///   earlier item's identity, are skipped with the reason.
     /// - Throws: ``StoreSyncError/malformedPage(url:reason:)`` naming the URL,
     ///   with line and column for XML errors.
-    package static func decodeFeed(_ response: HTTPResponse, podcastKey: String,
-                                  podcastName: String? = nil) throws(StoreSyncError) -> DecodedPage<Record> {
+    ///   - listedFeedURL: the feed address the upstream lists (the scope's own
+    ///     unless the feed moved earlier); recorded with the podcast record.
+    package static func decodeFeed(_ response: HTTPResponse, podcastKey: String, podcastName: String? = nil,
+                                  listedFeedURL: String? = nil) throws(StoreSyncError) -> DecodedPage<Record> {
         let url = response.url.absoluteString
-        let document = try FeedDocument.parse(response.body, url: url)
+        let document = try FeedDocument.parse(response.body, url: url, contentType: response.header("content-type"))
         guard let root = document.root.map(FeedNode.init) else {
             throw .malformedPage(url: url, reason: "the XML document has no root element")
         }
         let channelTitle: String?
         let items: [FeedNode]
         let atom: Bool
+        var channelNode: FeedNode?
         switch (root.namespace, root.name) {
         case (.core, "rss"):
             guard let channel = root.first(.core, "channel") else {
@@ -121,19 +154,24 @@ package enum PodcastFeed {
             channelTitle = channel.first(.core, "title")?.trimmedText ?? channel.first(.itunes, "title")?.trimmedText
             items = channel.all(.core, "item")
             atom = false
+            channelNode = channel
         case (.rdf, "RDF"):
             // RSS 1.0: items are siblings of the channel, not its children.
             let channel = root.first(.core, "channel")
             channelTitle = channel?.first(.core, "title")?.trimmedText
             items = root.all(.core, "item") + (channel?.all(.core, "item") ?? [])
             atom = false
+            channelNode = channel
         case (.atom, "feed"):
             channelTitle = root.first(.atom, "title")?.trimmedText
             items = root.all(.atom, "entry")
             atom = true
+            channelNode = root
         default:
             let shown = root.namespace == .core ? root.name : "\(root.name) (namespace \(root.namespace))"
-            throw .malformedPage(url: url, reason: "not an RSS or Atom feed: the document element is <\(shown)>")
+            // A recovered tree of something else (an HTML error page) is no feed; the XML error says more.
+            let xml = document.recoveredErrors.first.map { "; not well-formed XML at \($0)" } ?? ""
+            throw .malformedPage(url: url, reason: "not an RSS or Atom feed: the document element is <\(shown)>\(xml)")
         }
 
         let podcastName = channelTitle ?? podcastName
@@ -156,7 +194,89 @@ package enum PodcastFeed {
             records.append(Record(entity: .episode, key: key,
                                   fields: episode.fields(podcastKey: podcastKey, podcastName: podcastName)))
         }
-        return DecodedPage(items: records, rowCount: items.count, hasNext: false, skipped: skipped)
+        // The podcast as its own feed describes it, and where the feed lives now.
+        let announced = announcedMove(root: root, channel: channelNode)
+        let moved = announced ?? ((response.redirect?.permanent ?? false) ? url : nil)
+        let current = moved ?? response.redirect?.from.absoluteString ?? url
+        if let channelNode {
+            var podcast = Channel(channelNode, atom: atom).fields
+            if let podcastName { podcast["collectionName"] = .string(podcastName) }
+            podcast["feedUrl"] = .string(current)
+            podcast[listedFeedURLField] = .string(listedFeedURL ?? response.redirect?.from.absoluteString ?? url)
+            records.append(Record(entity: .podcast, key: podcastKey, fields: podcast))
+        }
+        var page = DecodedPage(items: records, rowCount: items.count, hasNext: false, skipped: skipped)
+        page.recoveredErrors = document.recoveredErrors
+        // A recovered tree may lack items; a feed that announces its move is
+        // often a stub whose items are no longer kept up. Neither is the whole
+        // list of the podcast's episodes, so neither may remove any.
+        page.mayLackItems = !document.recoveredErrors.isEmpty || announced != nil
+        return page
+    }
+
+    /// The new address a feed announces for itself, as an absolute http(s) URL:
+    /// `<itunes:new-feed-url>` in the channel, or `<redirect><newLocation>` in
+    /// the channel or directly in `<rss>` (the convention of several hosts).
+    static func announcedMove(root: FeedNode, channel: FeedNode?) -> String? {
+        if let channel, let node = channel.first(.itunes, "new-feed-url"), let url = node.absoluteURL(node.trimmedText) {
+            return url
+        }
+        for parent in [channel, root].compactMap({ $0 }) {
+            if let redirect = parent.first(.core, "redirect"), let node = redirect.first(.core, "newLocation"),
+               let url = node.absoluteURL(node.trimmedText) {
+                return url
+            }
+        }
+        return nil
+    }
+}
+
+/// The channel (or Atom feed) as read: what a `podcast` record carries.
+private struct Channel {
+    var fields: [String: JSONValue] = [:]
+
+    init(_ channel: FeedNode, atom: Bool) {
+        func put(_ name: String, _ value: String?) {
+            if let value { fields[name] = .string(value) }
+        }
+        if atom {
+            put("link", channel.all(.atom, "link").first { ($0.attribute("rel") ?? "alternate") == "alternate" }
+                .flatMap { $0.absoluteURL($0.attribute("href")) })
+            put("description", channel.first(.atom, "subtitle")?.trimmedText ?? channel.first(.itunes, "summary")?.trimmedText)
+            put("copyright", channel.first(.atom, "rights")?.trimmedText)
+        } else {
+            put("link", channel.first(.core, "link").flatMap { $0.absoluteURL($0.trimmedText) })
+            put("description", channel.first(.itunes, "summary")?.trimmedText ?? channel.first(.core, "description")?.trimmedText)
+            put("copyright", channel.first(.core, "copyright")?.trimmedText)
+            put("language", channel.first(.core, "language")?.trimmedText ?? channel.first(.dublinCore, "language")?.trimmedText)
+        }
+        put("itunesAuthor", channel.first(.itunes, "author")?.trimmedText)
+        if let image = channel.first(.itunes, "image") {
+            put("itunesImage", image.absoluteURL(image.attribute("href")) ?? image.absoluteURL(image.trimmedText))
+        }
+        put("itunesExplicit", channel.first(.itunes, "explicit")?.trimmedText)
+        if let owner = channel.first(.itunes, "owner") {
+            put("itunesOwnerName", owner.first(.itunes, "name")?.trimmedText)
+            put("itunesOwnerEmail", owner.first(.itunes, "email")?.trimmedText)
+        }
+        put("itunesType", channel.first(.itunes, "type")?.trimmedText)
+        // "Parent/Child" for a subcategory, "Parent" for a top-level one with none.
+        var categories: [JSONValue] = []
+        for parent in channel.all(.itunes, "category") {
+            guard let name = parent.attribute("text").flatMap(Self.nonEmpty) else { continue }
+            let children = parent.all(.itunes, "category").compactMap { $0.attribute("text").flatMap(Self.nonEmpty) }
+            if children.isEmpty {
+                categories.append(.string(name))
+            } else {
+                categories += children.map { .string("\(name)/\($0)") }
+            }
+        }
+        if !categories.isEmpty { fields["itunesCategories"] = .array(categories) }
+    }
+
+    private static func nonEmpty(_ s: String) -> String? {
+        let t = s.trimmingCharacters(in: .whitespacesAndNewlines)
+        return t.isEmpty ? nil : t
     }
 }
 
@@ -176,28 +296,39 @@ private struct Episode {
     var episodeType: String?
     var explicit: String?
     var image: String?
+    /// Every enclosure with a usable URL, in document order; the first is
+    /// the primary (`enclosureURL`, `enclosureType`, `enclosureLength`).
+    var enclosures: [(url: String, type: String?, length: String?)] = []
 
+    // URLs (enclosure, link, image) are resolved against the feed's address
+    // and any `xml:base`; what does not resolve to http(s) is dropped, since
+    // an export would otherwise point at storesync's own host.
     init(rssItem item: FeedNode) {
         title = item.first(.core, "title")?.trimmedText ?? item.first(.itunes, "title")?.trimmedText
         guid = item.first(.core, "guid")?.trimmedText
         // Atom-minded generators write <link href="…"/> or only <atom:link>.
         let linkNode = item.first(.core, "link")
-        link = linkNode?.trimmedText ?? linkNode?.attribute("href").flatMap(Self.nonEmpty)
-            ?? Self.atomLink(in: item, rel: "alternate")?.attribute("href").flatMap(Self.nonEmpty)
+        link = linkNode.flatMap { $0.absoluteURL($0.trimmedText) ?? $0.absoluteURL($0.attribute("href")) }
+            ?? Self.atomLink(in: item, rel: "alternate").flatMap { $0.absoluteURL($0.attribute("href")) }
         pubDate = item.first(.core, "pubDate")?.trimmedText ?? item.first(.dublinCore, "date")?.trimmedText
             ?? item.first(.atom, "published")?.trimmedText ?? item.first(.atom, "updated")?.trimmedText
         description = item.first(.core, "description")?.trimmedText ?? item.first(.itunes, "summary")?.trimmedText
             ?? item.first(.content, "encoded")?.trimmedText
-        if let enclosure = item.all(.core, "enclosure").first(where: { $0.attribute("url").flatMap(Self.nonEmpty) != nil }) {
-            enclosureURL = enclosure.attribute("url").flatMap(Self.nonEmpty)
-            enclosureType = enclosure.attribute("type").flatMap(Self.nonEmpty)
-            enclosureLength = enclosure.attribute("length").flatMap(Self.nonEmpty)
-        } else if let media = item.all(.media, "content").first(where: { $0.attribute("url").flatMap(Self.nonEmpty) != nil }) {
-            enclosureURL = media.attribute("url").flatMap(Self.nonEmpty)
-            enclosureType = media.attribute("type").flatMap(Self.nonEmpty)
-            enclosureLength = media.attribute("fileSize").flatMap(Self.nonEmpty)
-        } else if let enclosure = Self.atomLink(in: item, rel: "enclosure") {
-            setEnclosure(fromAtomLink: enclosure)
+        enclosures = item.all(.core, "enclosure").compactMap { node in
+            node.absoluteURL(node.attribute("url")).map {
+                ($0, node.attribute("type").flatMap(Self.nonEmpty), node.attribute("length").flatMap(Self.nonEmpty))
+            }
+        }
+        if enclosures.isEmpty {
+            enclosures = item.all(.media, "content").compactMap { node in
+                node.absoluteURL(node.attribute("url")).map {
+                    ($0, node.attribute("type").flatMap(Self.nonEmpty), node.attribute("fileSize").flatMap(Self.nonEmpty))
+                }
+            }
+        }
+        if enclosures.isEmpty { enclosures = Self.atomEnclosures(in: item) }
+        if let primary = enclosures.first {
+            (enclosureURL, enclosureType, enclosureLength) = primary
         }
         readITunes(item)
     }
@@ -205,19 +336,25 @@ private struct Episode {
     init(atomEntry entry: FeedNode) {
         title = entry.first(.atom, "title")?.trimmedText ?? entry.first(.itunes, "title")?.trimmedText
         guid = entry.first(.atom, "id")?.trimmedText
-        link = Self.atomLink(in: entry, rel: "alternate")?.attribute("href").flatMap(Self.nonEmpty)
+        link = Self.atomLink(in: entry, rel: "alternate").flatMap { $0.absoluteURL($0.attribute("href")) }
         pubDate = entry.first(.atom, "published")?.trimmedText ?? entry.first(.atom, "updated")?.trimmedText
             ?? entry.first(.atom, "issued")?.trimmedText
         description = entry.first(.atom, "summary")?.trimmedText ?? entry.first(.itunes, "summary")?.trimmedText
             ?? entry.first(.atom, "content")?.trimmedText
-        if let enclosure = Self.atomLink(in: entry, rel: "enclosure") { setEnclosure(fromAtomLink: enclosure) }
+        enclosures = Self.atomEnclosures(in: entry)
+        if let primary = enclosures.first {
+            (enclosureURL, enclosureType, enclosureLength) = primary
+        }
         readITunes(entry)
     }
 
-    private mutating func setEnclosure(fromAtomLink link: FeedNode) {
-        enclosureURL = link.attribute("href").flatMap(Self.nonEmpty)
-        enclosureType = link.attribute("type").flatMap(Self.nonEmpty)
-        enclosureLength = link.attribute("length").flatMap(Self.nonEmpty)
+    /// Every Atom `rel="enclosure"` link with a usable URL.
+    private static func atomEnclosures(in node: FeedNode) -> [(url: String, type: String?, length: String?)] {
+        node.all(.atom, "link").filter { $0.attribute("rel") == "enclosure" }.compactMap { link in
+            link.absoluteURL(link.attribute("href")).map {
+                ($0, link.attribute("type").flatMap(Self.nonEmpty), link.attribute("length").flatMap(Self.nonEmpty))
+            }
+        }
     }
 
     private mutating func readITunes(_ node: FeedNode) {
@@ -227,7 +364,7 @@ private struct Episode {
         episodeType = node.first(.itunes, "episodeType")?.trimmedText
         explicit = node.first(.itunes, "explicit")?.trimmedText
         let image = node.first(.itunes, "image")
-        self.image = image?.attribute("href").flatMap(Self.nonEmpty) ?? image?.trimmedText
+        self.image = image.flatMap { $0.absoluteURL($0.attribute("href")) ?? $0.absoluteURL($0.trimmedText) }
     }
 
     /// An Atom link (`<link>` in an Atom entry, `<atom:link>` in an RSS item)
@@ -283,6 +420,14 @@ private struct Episode {
         put("itunesEpisodeType", episodeType)
         put("itunesExplicit", explicit)
         put("itunesImage", image)
+        if !enclosures.isEmpty {
+            fields["enclosures"] = .array(enclosures.map { enclosure in
+                var object: [String: JSONValue] = ["url": .string(enclosure.url)]
+                if let type = enclosure.type { object["type"] = .string(type) }
+                if let length = enclosure.length { object["length"] = Int64(length).map(JSONValue.int) ?? .string(length) }
+                return .object(object)
+            })
+        }
         return fields
     }
 }
@@ -291,6 +436,7 @@ extension PodcastFeedSettings {
     /// A feed item's fields (Lookup's names where it has one, the feed's own
     /// otherwise; see ``PodcastFeed``) in the episode's canonical names.
     public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
+        if entity == .podcast { return Self.canonicalPodcast(wire) }
         guard entity == .episode else { return CanonicalRecord(entity: entity, fields: [:]) }
         var c = CanonicalFields(wire)
         c.text("name", from: "trackName")
@@ -310,6 +456,48 @@ extension PodcastFeedSettings {
         c.set("episode_type", c.first(["itunesEpisodeType"])?.stringValue.map { .string($0.lowercased()) })
         c.explicit("explicit", from: "itunesExplicit")
         c.text("image_url", from: "itunesImage")
+        if case .array(let enclosures)? = wire["enclosures"] {
+            c.set("enclosures", CanonicalValue.jsonArrayText(enclosures.map(Self.canonicalEnclosure)))
+        }
         return CanonicalRecord(entity: .episode, fields: c.fields)
+    }
+
+    /// `{url, length, type}` with the length a number where it is one.
+    private static func canonicalEnclosure(_ value: JSONValue) -> JSONValue {
+        guard case .object(var object) = value else { return value }
+        if let length = object["length"], let number = CanonicalValue.integer(length) { object["length"] = number }
+        return .object(object)
+    }
+
+    /// The channel as the feed describes it: the fields the feed owns.
+    static func canonicalPodcast(_ wire: [String: JSONValue]) -> CanonicalRecord {
+        var c = CanonicalFields(wire)
+        c.text("name", from: "collectionName")
+        c.text("feed_url", from: "feedUrl")
+        c.text("language", from: "language")
+        c.text("description", from: "description")
+        c.text("artist", from: "itunesAuthor")
+        c.text("artwork_url", from: "itunesImage")
+        c.explicit("explicit", from: "itunesExplicit")
+        c.text("owner_name", from: "itunesOwnerName")
+        c.text("owner_email", from: "itunesOwnerEmail")
+        c.text("copyright", from: "copyright")
+        // Apple's vocabulary is lower case; feeds write `Episodic` too.
+        c.set("podcast_type", c.first(["itunesType"])?.stringValue.map { .string($0.lowercased()) })
+        if case .array(let categories)? = wire["itunesCategories"] {
+            c.set("categories", CanonicalValue.jsonArrayText(categories))
+        }
+        return CanonicalRecord(entity: .podcast, fields: c.fields)
+    }
+
+    /// A feed describes its podcast (the directory lists it); its items are the episodes.
+    public func role(of entity: EntityKind) -> RecordRole {
+        entity == .podcast ? .describes : .lists
+    }
+
+    /// Where a feed lives is the feed's to say: after a move (`itunes:new-feed-url`,
+    /// a 301) the directory keeps listing the old address for weeks.
+    public func ownedFields(of entity: EntityKind) -> Set<String> {
+        entity == .podcast ? ["feed_url"] : []
     }
 }
