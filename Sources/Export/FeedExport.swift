@@ -33,20 +33,26 @@ enum FeedExport {
         let grouping = PathTemplate.variables(in: template).intersection(["genre", "country"])
         let directory = try FeedDirectory(spec, context: context)
         var files: [ExportedFile] = []
-        let spec = mirroringArtwork(hiResImage(spec, context: context), context: context)
-        for group in try groups(spec, grouping: grouping, context: context, keepAll: spec.archive, directory: directory)
-            .map({ mirroringArtwork($0, context: context) }) {
+        let original = hiResImage(spec, context: context)
+        let spec = mirroringArtwork(original, context: context)
+        for plain in try groups(original, grouping: grouping, context: context, keepAll: spec.archive, directory: directory) {
+            let group = mirroringArtwork(plain, context: context)
             var values = group.values
             values["date"] = dateStamp(context.runDate)
             values["job"] = context.jobName
             let current = Array(group.items.prefix(spec.limit))
             let channel = directory.channel(spec, group: group, values: values, items: current, context: context)
+            // Archive pages are never rewritten but the mirror evicts what is no longer
+            // published, so they name the artwork where it lives, not the mirror's copy.
+            let archiveChannel = directory.channel(original, group: plain, values: values,
+                                                   items: Array(plain.items.prefix(spec.limit)), context: context)
+            let older = Array(plain.items.dropFirst(spec.limit))
             if let rss = spec.rssPath {
                 let url = try PathTemplate.resolve(rss, values: values, inside: context.outputDirectory)
                 var rssChannel = channel
                 if spec.archive {
                     let archive = try FeedArchive(feed: url, format: .rss, spec: spec, values: values, context: context)
-                    files += try archive.write(older: Array(group.items.dropFirst(spec.limit)), channel: channel,
+                    files += try archive.write(older: older, channel: archiveChannel,
                                                podcast: spec.kind.isSubscribable, current: &rssChannel)
                 }
                 files.append(try writeRSS(spec, channel: rssChannel, items: current, to: url, context: context))
@@ -57,8 +63,9 @@ enum FeedExport {
                 atomChannel.selfURL = PathTemplate.expand(spec.atomURL ?? spec.selfURL, values)
                 if spec.archive {
                     let archive = try FeedArchive(feed: url, format: .atom, spec: spec, values: values, context: context)
-                    files += try archive.write(older: Array(group.items.dropFirst(spec.limit)), channel: atomChannel,
-                                               podcast: false, current: &atomChannel)
+                    var atomArchiveChannel = archiveChannel
+                    atomArchiveChannel.selfURL = atomChannel.selfURL
+                    files += try archive.write(older: older, channel: atomArchiveChannel, podcast: false, current: &atomChannel)
                 }
                 let result = try FeedWriters.writeAtom(channel: atomChannel, items: current, to: url)
                 files.append(ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount))

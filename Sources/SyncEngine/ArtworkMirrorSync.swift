@@ -185,7 +185,7 @@ package struct ArtworkMirrorSync: Sendable {
         for (reason, hits) in byReason.sorted(by: { ($0.value.count, $1.key) > ($1.value.count, $0.key) }) {
             logger.info("artwork: \(hits.count) image(s) not mirrored: \(reason) (e.g. \(hits[0].url))")
         }
-        logger.notice("\(figures.summary)")
+        logger.debug("\(figures.summary)") // the run summary prints it once
         return Outcome(figures: figures, mirrored: mirrored,
                        file: .folder(directory.path, bytes: figures.bytes, files: figures.files), problems: problems)
     }

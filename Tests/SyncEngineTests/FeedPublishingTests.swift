@@ -91,7 +91,8 @@ import TestSupport
     }
 
     @Test func archivePagesStayAsWrittenAndLoseNoItem() async throws {
-        let job = try job()
+        // With the artwork mirror: a page written once must not name a copy the mirror may evict later.
+        let job = try job(episodeFeed: "  - { kind: artwork, budgetMB: 100, artworkBaseURL: 'https://example.com/artwork' }")
         var pages: [String: [UInt8]] = [:]
         for night in 1...3 {
             let report = try await Runner(job: job, logger: .quiet).run(RunOptions(night: night))
@@ -107,8 +108,10 @@ import TestSupport
                 if let earlier = pages[name] { #expect(earlier == bytes, "\(name) changed on night \(night)") }
                 pages[name] = bytes
                 #expect(String(decoding: bytes, as: UTF8.self).contains("rel=\"next-archive\""))
+                #expect(!String(decoding: bytes, as: UTF8.self).contains("example.com/artwork"), "\(name) names a mirror copy")
             }
             let current = String(decoding: try read("episodes.xml"), as: UTF8.self)
+            #expect(current.contains("https://example.com/artwork/"), "the subscription document names the mirror's copies")
             #expect(current.contains("href=\"https://example.com/feeds/episodes-archive-\(numbers.max()!).xml\" rel=\"prev-archive\""))
             // The subscription document and the pages hold each stored episode once.
             var guids: [String] = []
