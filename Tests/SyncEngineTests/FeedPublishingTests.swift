@@ -162,6 +162,34 @@ import TestSupport
         #expect(podcasts.contains("1400x1400") && !podcasts.contains("3000x3000"))
     }
 
+    @Test func aMusicFeedPlaysTheSongsPreviews() async throws {
+        let job = try JobLoader.parse(yaml: """
+            name: music
+            store: snapshot.sqlite
+            output: out
+            simulator: { seed: 3, podcasts: 10, products: 10 }
+            sources:
+              - { name: songs, kind: itunes-search, media: music, entity: song, terms: [love], pageSize: 50, maxResults: 50 }
+            exports:
+              - kind: feed
+                feed: music-new
+                rss: feeds/music.xml
+                title: New songs
+                selfURL: https://example.com/music.xml
+                limit: 20
+            """, file: "music.yml", baseDirectory: directory.path)
+        let report = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 1))
+        let feed = try read("music.xml")
+        let text = String(decoding: feed, as: UTF8.self)
+        #expect(text.contains("<itunes:category text=\"Music\"/>"))
+        #expect(text.components(separatedBy: "<enclosure ").count - 1 == 20, "every song's preview is its enclosure")
+        #expect(text.contains("type=\"audio/x-m4a\""))
+        // iTunes never says how large a preview is, and Apple requires the length: the lint says so.
+        let required = Set(PodcastFeedLint.check(feed).filter { $0.severity == .requirement }.map(\.rule))
+        #expect(required == ["item-enclosure-length"])
+        #expect(report.outcome == .partial)
+    }
+
     @Test func theChannelKeysAreCheckedWhenTheJobIsRead() {
         let bad = """
               - kind: feed
