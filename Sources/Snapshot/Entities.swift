@@ -250,15 +250,20 @@ extension SQLiteSnapshotStore {
                 var remapped = false
                 if let fingerprint {
                     let stored = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE name = 'mapping'")
-                    // A store that never recorded one was written by a release whose mappings differ.
-                    let hasRuns = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM runs)") ?? false
-                    remapped = stored != fingerprint && (stored != nil || hasRuns)
+                    // A store that holds records but never recorded one was written by a release whose mappings differ.
+                    let hasRecords = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records)") ?? false
+                    remapped = stored != fingerprint && (stored != nil || hasRecords)
                     if stored != fingerprint {
                         try db.execute(sql: "INSERT OR REPLACE INTO store_meta (name, value) VALUES ('mapping', ?)",
                                        arguments: [fingerprint])
                     }
                 }
                 guard upgraded || remapped else { return }
+                if remapped {
+                    // Pages are read differently now (new fields, new records): what an
+                    // unchanged page held last time says nothing about what it holds now.
+                    try db.execute(sql: "DELETE FROM page_memos")
+                }
                 try rebuildEntities(db)
                 try db.execute(sql: "DELETE FROM store_meta WHERE name = 'entities'")
             }

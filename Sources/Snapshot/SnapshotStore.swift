@@ -60,7 +60,8 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// and the job's settings that shape canonical values): when it differs
     /// from the one the store last recorded, the entities are re-derived from
     /// the stored sightings, without logging changes, because the sources said
-    /// nothing new. Nil leaves the recorded one as it is.
+    /// nothing new; and every page is fetched and read again once, since an
+    /// unchanged page may now give more than it did. Nil leaves the recorded one as it is.
     func prepareEntities(_ mappings: [String: SourceMapping], fingerprint: String?) throws(StoreSyncError)
 
     /// The wire fields `source` has sent for `entity`, in the source's own

@@ -160,6 +160,10 @@ import TestSupport
         }
         let podcasts = try String(contentsOf: csv, encoding: .utf8)
         #expect(podcasts.contains("1400x1400") && !podcasts.contains("3000x3000"))
+        // Every page was read again, not answered from last night's memo.
+        #expect(second.fetch.notModified == 0 && second.fetch.requests >= first.fetch.requests, "\(second.fetch)")
+        let third = try await Runner(job: try job(top: "artworkSize: 1400", churn: still), logger: .quiet).run(RunOptions(night: 3))
+        #expect(third.fetch.notModified > 0, "the mapping is settled: unchanged feeds answer 304 again")
     }
 
     @Test func aMusicFeedPlaysTheSongsPreviews() async throws {
