@@ -71,7 +71,7 @@ public enum CanonicalSchema {
              .init("explicit", .integer, "1 when marked explicit"),
              .init("image_url", .text, "the episode's own artwork"),
              .init("view_url", .text, "the episode's page in the store"),
-             .init("enclosures", .text, "every media file of the item, JSON array of {url, length, type} (the first is enclosure_url)")]
+             .init("enclosures", .text, "every media file of an item that has more than one, JSON array of {url, length, type} (the first is enclosure_url)")]
         case .song, .musicVideo:
             [.init("name", .text, "track title"),
              .init("artist", .text, "performing artist"),

@@ -420,7 +420,9 @@ private struct Episode {
         put("itunesEpisodeType", episodeType)
         put("itunesExplicit", explicit)
         put("itunesImage", image)
-        if !enclosures.isEmpty {
+        // Only when there is more than the primary: a list of one would repeat
+        // `episodeUrl` in every stored episode and rewrite them all on upgrade.
+        if enclosures.count > 1 {
             fields["enclosures"] = .array(enclosures.map { enclosure in
                 var object: [String: JSONValue] = ["url": .string(enclosure.url)]
                 if let type = enclosure.type { object["type"] = .string(type) }
