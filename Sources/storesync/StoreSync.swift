@@ -25,6 +25,7 @@ struct StoreSync: AsyncParsableCommand {
             Exit codes: 0 ok · 1 failed · 2 partial (something was left out; nothing was removed on the strength of it) \
             · 3 another run holds the store's lock · 64 invalid job file or arguments.
             """,
+        version: StoreSyncVersion.current,
         subcommands: [Run.self, Status.self, Export.self, Validate.self, Simulate.self, BenchCommand.self, BenchTask.self]
     )
 }
@@ -33,7 +34,7 @@ struct LoggingOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log every page (debug level).")
     var verbose = false
 
-    @Flag(name: .shortAndLong, help: "Log only warnings and errors.")
+    @Flag(name: .shortAndLong, help: "For cron: print nothing when all went well; otherwise the summary, warnings and errors on standard error.")
     var quiet = false
 
     func bootstrap() {
@@ -54,7 +55,9 @@ struct Run: AsyncParsableCommand {
             A record is removed only after complete crawls of its scope missed it (removal.afterMisses, default 2) \
             and never when more than removal.maxRatio of a scope (default 10%) would go. \
             A run that is killed resumes where it stopped on the next start. With a `simulator:` section, \
-            each run crawls the next simulated night. The summary goes to standard output, logs to standard error.
+            each run crawls the next simulated night. The summary goes to standard output, logs to standard error. \
+            With -q a run that ends ok prints nothing at all (cron mails only the nights that need a look); \
+            a partial or failed one prints its summary, warnings and errors on standard error.
             """
     )
 
@@ -83,7 +86,16 @@ struct Run: AsyncParsableCommand {
                 options.progress = { event in display.handle(event) }
             }
             let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).run(options)
-            print(report.summaryText)
+            if !logging.quiet {
+                print(report.summaryText)
+            } else if report.outcome != .ok {
+                // Not stdout: a cron wrapper that keeps stdout for data still sees why the night needs a look.
+                printToStandardError(report.summaryText)
+            } else {
+                // An ok run has none today; should one ever carry a warning, -q must not hide it.
+                for warning in report.warnings { printToStandardError("warning: \(warning)") }
+                for error in report.errors { printToStandardError("error: \(error)") }
+            }
             if report.outcome != .ok { throw ExitCode(report.outcome.exitCode) }
         } catch let error as StoreSyncError {
             printError(error.description)
@@ -135,11 +147,14 @@ struct Export: AsyncParsableCommand {
         do {
             let spec = try Wiring.load(job)
             let files = try Reexport.run(job: spec, logger: Logger(label: "storesync"))
-            for file in files where !file.withheld {
-                print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
-            }
             let lint = Reexport.lintLines(files, outputDirectory: spec.outputDirectory)
-            for line in lint.notices { print("note: \(line)") }
+            // -q: only what needs a look (the lint's warnings, on stderr).
+            if !logging.quiet {
+                for file in files where !file.withheld {
+                    print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
+                }
+                for line in lint.notices { print("note: \(line)") }
+            }
             for line in lint.warnings { printError("warning: \(line)") }
             lintFailed = !lint.warnings.isEmpty
         } catch {
@@ -182,5 +197,10 @@ func exitStatus(for error: StoreSyncError) -> ExitStatus {
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data(("storesync: " + message + "\n").utf8))
+    printToStandardError("storesync: " + message)
+}
+
+/// One line (or block) on standard error, as written, with a newline.
+func printToStandardError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
 }
