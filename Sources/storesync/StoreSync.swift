@@ -26,7 +26,7 @@ struct StoreSync: AsyncParsableCommand {
             · 3 another run holds the store's lock · 64 invalid job file or arguments.
             """,
         version: StoreSyncVersion.current,
-        subcommands: [Run.self, Status.self, Export.self, Validate.self, Simulate.self, BenchCommand.self, BenchTask.self]
+        subcommands: [Run.self, Status.self, Changes.self, Export.self, Validate.self, Simulate.self, BenchCommand.self, BenchTask.self]
     )
 }
 
@@ -73,7 +73,15 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")
     var noProgress = false
 
+    @Flag(help: "Print the run report as JSON on standard output and nothing else there (the schema of report.json: docs/cli-json.md); the summary goes to standard error unless -q.")
+    var json = false
+
     @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        // The dry run's store copy is gone when it ends, and the report is read from the store.
+        if json && dryRun { throw ValidationError("--json cannot be combined with --dry-run") }
+    }
 
     func run() async throws {
         logging.bootstrap()
@@ -86,7 +94,10 @@ struct Run: AsyncParsableCommand {
                 options.progress = { event in display.handle(event) }
             }
             let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).run(options)
-            if !logging.quiet {
+            if json {
+                print(try MachineOutput.runReportJSON(job: spec, runID: report.runID, report: report), terminator: "")
+                if !logging.quiet || report.outcome != .ok { printToStandardError(report.summaryText) }
+            } else if !logging.quiet {
                 print(report.summaryText)
             } else if report.outcome != .ok {
                 // Not stdout: a cron wrapper that keeps stdout for data still sees why the night needs a look.
@@ -116,10 +127,52 @@ struct Status: AsyncParsableCommand {
     @Option(help: "How many runs to show.")
     var runs = 10
 
+    @Flag(help: "Print the runs and scopes as JSON (docs/cli-json.md).")
+    var json = false
+
     func run() async throws {
         do {
             let spec = try Wiring.load(job)
-            print(try JobStatus.load(job: spec, runs: runs).text)
+            let status = try JobStatus.load(job: spec, runs: runs)
+            print(json ? MachineOutput.statusJSON(status) : status.text, terminator: json ? "" : "\n")
+        } catch {
+            printError(error.description)
+            throw ExitCode(exitStatus(for: error).rawValue)
+        }
+    }
+}
+
+struct Changes: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List what a run changed: every added and removed record and every changed field.",
+        discussion: """
+            Reads the store only (a read-only store file is enough) and takes no lock, so it is safe while a run \
+            is going on. Default: the last finished run. --csv prints the columns of changes.csv, --json the \
+            schema in docs/cli-json.md.
+            """
+    )
+
+    @Argument(help: "The job file.")
+    var job: String
+
+    @Option(name: .customLong("run"), help: "The run whose changes to list (`storesync status` shows the ids); default the last finished run.")
+    var runID: Int64?
+
+    @Flag(help: "As JSON.")
+    var json = false
+
+    @Flag(help: "As CSV, the columns of changes.csv.")
+    var csv = false
+
+    func validate() throws {
+        if json && csv { throw ValidationError("choose one of --json and --csv") }
+    }
+
+    func run() async throws {
+        do {
+            let spec = try Wiring.load(job)
+            _ = try MachineOutput.writeChanges(job: spec, runID: runID, format: json ? .json : csv ? .csv : .text,
+                                               to: FileHandle.standardOutput.fileDescriptor)
         } catch {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)
