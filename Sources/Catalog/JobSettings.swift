@@ -46,7 +46,7 @@ public struct HTTPSettings: Sendable, Equatable {
     public var cacheTTLSeconds: Double
 
     public init(
-        timeoutSeconds: Double = 30, userAgent: String = "storesync/0.1 (+https://github.com/storesync/storesync)",
+        timeoutSeconds: Double = 30, userAgent: String = "storesync/\(StoreSyncVersion.current) (+https://github.com/storesync/storesync)",
         maxAttempts: Int = 4, requestsPerMinute: [String: Double] = ["itunes.apple.com": 20],
         defaultRequestsPerMinute: Double? = nil, backoffBaseSeconds: Double = 1, backoffMaxSeconds: Double = 60,
         burst: Int = 1, concurrency: Int = 4, circuitBreakerThreshold: Int = 5, cacheTTLSeconds: Double = 600

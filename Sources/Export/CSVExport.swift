@@ -4,7 +4,7 @@ import Snapshot
 
 /// CSV reports over the snapshot, streamed row by row from the store so
 /// memory does not grow with the table.
-enum CSVExport {
+package enum CSVExport {
     static func options(_ spec: CSVExportOptions) -> CSVOptions {
         CSVOptions(delimiter: spec.delimiter.utf8.first ?? UInt8(ascii: ","), lineEnding: spec.crlf ? .crlf : .lf,
                    byteOrderMark: spec.byteOrderMark, neutralizeFormulas: spec.neutralizeFormulas)
@@ -49,14 +49,34 @@ enum CSVExport {
 
     /// The run's change log, one row per added/removed record and per changed field.
     static func writeChanges(to url: URL, options spec: CSVExportOptions, context: ExportContext) throws -> ExportedFile {
-        let header = ["run", "source", "op", "entity", "key", "field", "before", "after"]
-        let rows = try CSVWriter.write(to: url, header: header, options: options(spec)) { emit in
+        let rows = try CSVWriter.write(to: url, header: changesHeader, options: options(spec)) { emit in
             try context.store.forEachChange(runID: context.runID, order: .record) { change in
-                try emit([.integer(change.runID), .text(change.source), .text(change.op), .text(change.entity), .text(change.key),
-                          change.field.map(CSVCell.text) ?? .null, readable(change.before), readable(change.after)])
+                try emit(changeCells(change))
             }
         }
         return ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows)
+    }
+
+    /// The columns of `changes.csv`.
+    package static let changesHeader = ["run", "source", "op", "entity", "key", "field", "before", "after"]
+
+    /// One change as a row of `changes.csv`.
+    package static func changeCells(_ change: ChangeRow) -> [CSVCell] {
+        [.integer(change.runID), .text(change.source), .text(change.op), .text(change.entity), .text(change.key),
+         change.field.map(CSVCell.text) ?? .null, readable(change.before), readable(change.after)]
+    }
+
+    /// A run's changes as `changes.csv` has them, streamed into `sink`
+    /// (`storesync changes --csv` writes them to standard output); returns the rows.
+    package static func writeChanges(runID: Int64, store: any SnapshotStore, options spec: CSVExportOptions,
+                                     into sink: inout OutputSink) throws -> Int {
+        var writer = CSVWriter(options: options(spec))
+        try writer.writeHeader(changesHeader, into: &sink)
+        try store.forEachChange(runID: runID, order: .record) { change in
+            try writer.writeRow(changeCells(change), into: &sink)
+        }
+        try sink.flush()
+        return writer.rowCount
     }
 
     static func cell(_ value: StoredValue) -> CSVCell {
@@ -70,7 +90,7 @@ enum CSVExport {
 
     /// Before/after values are stored as canonical JSON; a person reading the
     /// report wants `Old name`, not `"Old name"`.
-    static func readable(_ json: String?) -> CSVCell {
+    package static func readable(_ json: String?) -> CSVCell {
         guard let json else { return .null }
         switch try? JSONParser.parse(json) {
         case .string(let s)?: return .text(s)

@@ -4,7 +4,7 @@ import Snapshot
 
 /// The per-run report (JSON) and the Prometheus textfile, both built from what
 /// the store recorded about the run, so `storesync export` rewrites them alike.
-enum RunReportExport {
+package enum RunReportExport {
 
     struct EntityCounts {
         var added = 0, changed = 0, removed = 0, records = 0
@@ -49,6 +49,16 @@ enum RunReportExport {
     /// The JSON summary: counts per source and entity, requests, 304s,
     /// retries, throttles, durations, warnings, errors and the exit status.
     static func writeJSON(to url: URL, context: ExportContext) throws -> ExportedFile {
+        let (document, rows) = try document(context)
+        let text = PrettyJSON.render(document) + "\n"
+        try AtomicFile.write(Array(text.utf8), to: url)
+        return ExportedFile(path: url.path, bytes: Int64(text.utf8.count), rows: rows)
+    }
+
+    /// The run report of `context.runID` as `report.json` holds it, and its
+    /// number of sources. `storesync run --json` prints the same document, so
+    /// there is one schema (docs/cli-json.md).
+    package static func document(_ context: ExportContext) throws -> (JSONValue, rows: Int) {
         let facts = try facts(context)
         let run = facts.run
         let sources: [JSONValue] = facts.sources.map { c in
@@ -94,9 +104,7 @@ enum RunReportExport {
             fields["artwork"] = artworkJSON(artwork)
             document = .object(fields)
         }
-        let text = PrettyJSON.render(document) + "\n"
-        try AtomicFile.write(Array(text.utf8), to: url)
-        return ExportedFile(path: url.path, bytes: Int64(text.utf8.count), rows: facts.sources.count)
+        return (document, facts.sources.count)
     }
 
     /// Prometheus text format for node_exporter's textfile collector (which
@@ -169,8 +177,9 @@ enum RunReportExport {
     }
 }
 
-enum PrettyJSON {
-    static func render(_ value: JSONValue, indent: String = "") -> String {
+/// JSON for people and scripts alike: two-space indent, keys sorted.
+package enum PrettyJSON {
+    package static func render(_ value: JSONValue, indent: String = "") -> String {
         let inner = indent + "  "
         switch value {
         case .array(let elements):

@@ -25,7 +25,8 @@ struct StoreSync: AsyncParsableCommand {
             Exit codes: 0 ok · 1 failed · 2 partial (something was left out; nothing was removed on the strength of it) \
             · 3 another run holds the store's lock · 64 invalid job file or arguments.
             """,
-        subcommands: [Run.self, Status.self, Export.self, Validate.self, Simulate.self, BenchCommand.self, BenchTask.self]
+        version: StoreSyncVersion.current,
+        subcommands: [Run.self, Status.self, Changes.self, Export.self, Validate.self, Simulate.self, BenchCommand.self, BenchTask.self]
     )
 }
 
@@ -33,7 +34,7 @@ struct LoggingOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log every page (debug level).")
     var verbose = false
 
-    @Flag(name: .shortAndLong, help: "Log only warnings and errors.")
+    @Flag(name: .shortAndLong, help: "For cron: print nothing when all went well; otherwise the summary, warnings and errors on standard error.")
     var quiet = false
 
     func bootstrap() {
@@ -54,7 +55,9 @@ struct Run: AsyncParsableCommand {
             A record is removed only after complete crawls of its scope missed it (removal.afterMisses, default 2) \
             and never when more than removal.maxRatio of a scope (default 10%) would go. \
             A run that is killed resumes where it stopped on the next start. With a `simulator:` section, \
-            each run crawls the next simulated night. The summary goes to standard output, logs to standard error.
+            each run crawls the next simulated night. The summary goes to standard output, logs to standard error. \
+            With -q a run that ends ok prints nothing at all (cron mails only the nights that need a look); \
+            a partial or failed one prints its summary, warnings and errors on standard error.
             """
     )
 
@@ -70,7 +73,15 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")
     var noProgress = false
 
+    @Flag(help: "Print the run report as JSON on standard output and nothing else there (the schema of report.json: docs/cli-json.md); the summary goes to standard error unless -q.")
+    var json = false
+
     @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        // The dry run's store copy is gone when it ends, and the report is read from the store.
+        if json && dryRun { throw ValidationError("--json cannot be combined with --dry-run") }
+    }
 
     func run() async throws {
         logging.bootstrap()
@@ -83,7 +94,19 @@ struct Run: AsyncParsableCommand {
                 options.progress = { event in display.handle(event) }
             }
             let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).run(options)
-            print(report.summaryText)
+            if json {
+                print(try MachineOutput.runReportJSON(job: spec, runID: report.runID, report: report), terminator: "")
+                if !logging.quiet || report.outcome != .ok { printToStandardError(report.summaryText) }
+            } else if !logging.quiet {
+                print(report.summaryText)
+            } else if report.outcome != .ok {
+                // Not stdout: a cron wrapper that keeps stdout for data still sees why the night needs a look.
+                printToStandardError(report.summaryText)
+            } else {
+                // An ok run has none today; should one ever carry a warning, -q must not hide it.
+                for warning in report.warnings { printToStandardError("warning: \(warning)") }
+                for error in report.errors { printToStandardError("error: \(error)") }
+            }
             if report.outcome != .ok { throw ExitCode(report.outcome.exitCode) }
         } catch let error as StoreSyncError {
             printError(error.description)
@@ -104,10 +127,52 @@ struct Status: AsyncParsableCommand {
     @Option(help: "How many runs to show.")
     var runs = 10
 
+    @Flag(help: "Print the runs and scopes as JSON (docs/cli-json.md).")
+    var json = false
+
     func run() async throws {
         do {
             let spec = try Wiring.load(job)
-            print(try JobStatus.load(job: spec, runs: runs).text)
+            let status = try JobStatus.load(job: spec, runs: runs)
+            print(json ? MachineOutput.statusJSON(status) : status.text, terminator: json ? "" : "\n")
+        } catch {
+            printError(error.description)
+            throw ExitCode(exitStatus(for: error).rawValue)
+        }
+    }
+}
+
+struct Changes: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List what a run changed: every added and removed record and every changed field.",
+        discussion: """
+            Reads the store only (a read-only store file is enough) and takes no lock, so it is safe while a run \
+            is going on. Default: the last finished run. --csv prints the columns of changes.csv, --json the \
+            schema in docs/cli-json.md.
+            """
+    )
+
+    @Argument(help: "The job file.")
+    var job: String
+
+    @Option(name: .customLong("run"), help: "The run whose changes to list (`storesync status` shows the ids); default the last finished run.")
+    var runID: Int64?
+
+    @Flag(help: "As JSON.")
+    var json = false
+
+    @Flag(help: "As CSV, the columns of changes.csv.")
+    var csv = false
+
+    func validate() throws {
+        if json && csv { throw ValidationError("choose one of --json and --csv") }
+    }
+
+    func run() async throws {
+        do {
+            let spec = try Wiring.load(job)
+            _ = try MachineOutput.writeChanges(job: spec, runID: runID, format: json ? .json : csv ? .csv : .text,
+                                               to: FileHandle.standardOutput.fileDescriptor)
         } catch {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)
@@ -135,11 +200,14 @@ struct Export: AsyncParsableCommand {
         do {
             let spec = try Wiring.load(job)
             let files = try Reexport.run(job: spec, logger: Logger(label: "storesync"))
-            for file in files where !file.withheld {
-                print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
-            }
             let lint = Reexport.lintLines(files, outputDirectory: spec.outputDirectory)
-            for line in lint.notices { print("note: \(line)") }
+            // -q: only what needs a look (the lint's warnings, on stderr).
+            if !logging.quiet {
+                for file in files where !file.withheld {
+                    print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
+                }
+                for line in lint.notices { print("note: \(line)") }
+            }
             for line in lint.warnings { printError("warning: \(line)") }
             lintFailed = !lint.warnings.isEmpty
         } catch {
@@ -182,5 +250,10 @@ func exitStatus(for error: StoreSyncError) -> ExitStatus {
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data(("storesync: " + message + "\n").utf8))
+    printToStandardError("storesync: " + message)
+}
+
+/// One line (or block) on standard error, as written, with a newline.
+func printToStandardError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
 }

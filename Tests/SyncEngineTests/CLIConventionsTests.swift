@@ -1,0 +1,175 @@
+import Catalog
+import Foundation
+import Testing
+import TestSupport
+
+/// What cron and script users rely on, tried on the built `storesync`
+/// executable as a real second process (the helpers are KillResumeTests').
+@Suite struct CLIConventionsTests {
+    static let yaml = """
+        name: clitest
+        store: store/snapshot.sqlite
+        output: out
+        simulator: { seed: 7, podcasts: 20, products: 60 }
+        sources:
+          - name: market
+            kind: marketplace
+            itemsPerPage: 20
+          - name: podcasts
+            kind: itunes-search
+            terms: [news]
+            pageSize: 25
+        exports:
+          - { kind: csv, directory: csv }
+          - { kind: changes-csv, path: changes.csv }
+          - { kind: run-report, path: report.json }
+        """
+
+    /// Every request answers 500 and is tried once: every scope fails, fast.
+    static let failingYAML = yaml.replacingOccurrences(of: "products: 60 }", with: "products: 60, faults: [\"burst-500:50\"] }")
+        .replacingOccurrences(of: "sources:", with: "http: { maxAttempts: 1 }\nsources:")
+
+    @Test(.timeLimit(.minutes(2)))
+    func aQuietNightThatWentWellPrintsNothing() async throws {
+        let job = try KillTestJob(label: "cli-quiet", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        // The first night adds everything, the second changes a few: both are ordinary cron nights.
+        for night in 1...2 {
+            let result = try await job.run(night: night, attempt: 1)
+            #expect(result.termination == .exited(0), "\(result)")
+            #expect(result.stdout.isEmpty, "night \(night) printed on stdout with -q: \(result)")
+            #expect(result.stderr.isEmpty, "night \(night) printed on stderr with -q: \(result)")
+        }
+        // It did run: the exports are there.
+        #expect(FileManager.default.fileExists(atPath: job.outputDirectory.appendingPathComponent("report.json").path))
+
+        // Without -q the same kind of night prints its summary on stdout.
+        let loud = try await cli(job, ["run", job.jobPath, "--night", "3", "--no-progress"])
+        #expect(loud.termination == .exited(0), "\(loud)")
+        #expect(loud.stdout.hasPrefix("storesync: job clitest, run 3, simulated night 3: ok"), "\(loud)")
+
+        // `export -q` likewise: nothing when all went well.
+        let export = try await cli(job, ["export", job.jobPath, "-q"])
+        #expect(export.termination == .exited(0), "\(export)")
+        #expect(export.stdout.isEmpty && export.stderr.isEmpty, "\(export)")
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aQuietNightThatFailedPrintsItsSummaryOnStandardError() async throws {
+        let job = try KillTestJob(label: "cli-quiet-failed", binary: try StoresyncExecutable.locate(), yaml: Self.failingYAML)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        let result = try await job.run(night: 1, attempt: 1)
+        #expect(result.termination == .exited(1), "\(result)")
+        #expect(result.stdout.isEmpty, "-q keeps stdout empty even on a failed night: \(result)")
+        #expect(result.stderr.contains("storesync: job clitest, run 1, simulated night 1: failed"), "the summary: \(result)")
+        #expect(result.stderr.contains("error: "), "the errors: \(result)")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func versionPrintsTheOneVersion() async throws {
+        let job = try KillTestJob(label: "cli-version", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        let result = try await cli(job, ["--version"])
+        #expect(result.termination == .exited(0), "\(result)")
+        #expect(result.stdout == StoreSyncVersion.current + "\n", "\(result)")
+        #expect(StoreSyncVersion.current.split(separator: ".").count == 3)
+        #expect(HTTPSettings().userAgent.hasPrefix("storesync/\(StoreSyncVersion.current) "))
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func runJSONIsTheRunReportAndStatusJSONListsTheRuns() async throws {
+        let job = try KillTestJob(label: "cli-json", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        let reportPath = job.outputDirectory.appendingPathComponent("report.json").path
+
+        let quiet = try await cli(job, ["run", job.jobPath, "--night", "1", "--json", "-q"])
+        #expect(quiet.termination == .exited(0), "\(quiet)")
+        #expect(quiet.stderr.isEmpty, "\(quiet)")
+        // One schema: what --json prints is report.json, byte for byte.
+        #expect(quiet.stdout == (try String(contentsOfFile: reportPath, encoding: .utf8)), "\(quiet)")
+        let first = try Self.object(quiet.stdout)
+        #expect(first["run"] as? Int == 1 && first["status"] as? String == "ok" && first["exitCode"] as? Int == 0, "\(first)")
+        #expect((first["sources"] as? [Any])?.count == 2, "\(first)")
+
+        // Without -q the summary still goes somewhere, but never into stdout's JSON.
+        let loud = try await cli(job, ["run", job.jobPath, "--night", "2", "--json", "--no-progress"])
+        #expect(loud.termination == .exited(0), "\(loud)")
+        #expect((try Self.object(loud.stdout))["run"] as? Int == 2, "\(loud)")
+        #expect(loud.stderr.contains("storesync: job clitest, run 2, simulated night 2: ok"), "\(loud)")
+
+        let status = try await cli(job, ["status", job.jobPath, "--json"])
+        #expect(status.termination == .exited(0), "\(status)")
+        let document = try Self.object(status.stdout)
+        let runs = document["runs"] as? [[String: Any]] ?? []
+        #expect(runs.map { $0["run"] as? Int } == [2, 1], "newest first: \(status)")
+        #expect(runs.first?["status"] as? String == "ok" && runs.first?["exitCode"] as? Int == 0, "\(status)")
+        #expect(runs.last?["added"] as? Int ?? 0 > 0, "the first night added the catalogue: \(status)")
+        #expect(document["runningNow"] is NSNull, "\(status)")
+        let scopes = document["scopes"] as? [[String: Any]] ?? []
+        #expect(!scopes.isEmpty && scopes.allSatisfy { $0["state"] as? String == "complete" }, "\(status)")
+
+        // The dry run's store copy is gone when it ends: refused as an argument error.
+        let dry = try await cli(job, ["run", job.jobPath, "--dry-run", "--json"])
+        #expect(dry.termination == .exited(64), "\(dry)")
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func changesListsARunsChangesFromTheStoreWithoutWritingIt() async throws {
+        let job = try KillTestJob(label: "cli-changes", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        for night in 1...2 {
+            let result = try await job.run(night: night, attempt: 1)
+            try #require(result.termination == .exited(0), "\(result)")
+        }
+        let lockPath = job.storePath + ".lock"
+        try? FileManager.default.removeItem(atPath: lockPath)
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: job.storePath)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: job.storePath) }
+        let before = try Data(contentsOf: URL(fileURLWithPath: job.storePath))
+
+        // Default: the last finished run, as the changes-csv export wrote it.
+        let csv = try await cli(job, ["changes", job.jobPath, "--csv"])
+        #expect(csv.termination == .exited(0), "\(csv)")
+        let exported = try String(contentsOf: job.outputDirectory.appendingPathComponent("changes.csv"), encoding: .utf8)
+        #expect(csv.stdout == exported, "\(csv)")
+        #expect(csv.stdout.split(separator: "\r\n").count > 1, "night 2 changed something: \(csv)")
+
+        let json = try await cli(job, ["changes", job.jobPath, "--run", "1", "--json"])
+        #expect(json.termination == .exited(0), "\(json)")
+        let document = try Self.object(json.stdout)
+        let changes = document["changes"] as? [[String: Any]] ?? []
+        #expect(document["run"] as? Int == 1 && document["job"] as? String == "clitest", "\(json)")
+        #expect(!changes.isEmpty && changes.allSatisfy { $0["op"] as? String == "added" && $0["run"] as? Int == 1 }, "\(json)")
+        let firstCSV = try await cli(job, ["changes", job.jobPath, "--run", "1", "--csv"])
+        #expect(firstCSV.stdout.split(separator: "\r\n").count == changes.count + 1, "one object per CSV row: \(firstCSV)")
+
+        let text = try await cli(job, ["changes", job.jobPath])
+        #expect(text.termination == .exited(0), "\(text)")
+        #expect(text.stdout.hasPrefix("run 2 (ok, started "), "\(text)")
+
+        let missing = try await cli(job, ["changes", job.jobPath, "--run", "99"])
+        #expect(missing.termination == .exited(1), "\(missing)")
+        #expect(missing.stdout.isEmpty && missing.stderr.contains("run 99 is not in the snapshot"), "\(missing)")
+        let both = try await cli(job, ["changes", job.jobPath, "--json", "--csv"])
+        #expect(both.termination == .exited(64), "\(both)")
+
+        #expect(try Data(contentsOf: URL(fileURLWithPath: job.storePath)) == before, "changes wrote to the store")
+        #expect(!FileManager.default.fileExists(atPath: lockPath), "changes took the store's lock")
+    }
+
+    static func object(_ text: String) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "not a JSON object: \(text)")
+    }
+
+    /// `storesync ARGUMENTS…` to completion, its output kept in the job's `logs/`.
+    func cli(_ job: KillTestJob, _ arguments: [String]) async throws -> RunResult {
+        let logs = job.directory.appendingPathComponent("logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        let name = logs.appendingPathComponent(UUID().uuidString).path
+        let child = try ChildProcess(job.binary.path, arguments, stdout: name + ".out", stderr: name + ".err")
+        let termination = await child.wait()
+        return RunResult(termination: termination, seconds: 0,
+                         stdout: (try? String(contentsOfFile: name + ".out", encoding: .utf8)) ?? "",
+                         stderr: (try? String(contentsOfFile: name + ".err", encoding: .utf8)) ?? "")
+    }
+}
