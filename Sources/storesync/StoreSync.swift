@@ -70,6 +70,9 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")
     var noProgress = false
 
+    @Flag(help: "Start over with a new store where one with history is missing or empty (refused otherwise); refused on a store that holds history.")
+    var newStore = false
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -77,7 +80,7 @@ struct Run: AsyncParsableCommand {
         let logger = Logger(label: "storesync")
         do {
             let spec = try Wiring.load(job)
-            var options = RunOptions(night: night, dryRun: dryRun)
+            var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore)
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
                 options.progress = { event in display.handle(event) }
@@ -175,7 +178,7 @@ struct Validate: AsyncParsableCommand {
 
 func exitStatus(for error: StoreSyncError) -> ExitStatus {
     switch error.code {
-    case .invalidJob: .invalidJob
+    case .invalidJob, .invalidArguments: .invalidJob
     case .locked: .locked
     default: .failed
     }
