@@ -205,3 +205,60 @@ import TestSupport
         #expect(next.outcome == nextReference.outcome)
     }
 }
+
+/// Invariant 10's second half: a first run is a baseline, so the new-items
+/// feeds do not announce the whole catalogue, on a new store or one started over.
+@Suite struct BaselineFeedTests {
+    func job(_ directory: URL) throws -> JobSpec {
+        try JobLoader.parse(yaml: """
+            name: baseline
+            store: state/snapshot.sqlite
+            output: out
+            simulator: { seed: 7, podcasts: 300, products: 200, changed: 0.02, added: 0.05, removed: 0.01 }
+            sources:
+              - { name: genres, kind: itunes-genres, roots: [26] }
+              - { name: podcasts, kind: itunes-search, media: podcast, terms: [news, history], pageSize: 200 }
+              - { name: market, kind: marketplace, itemsPerPage: 100 }
+            exports:
+              - { kind: feed, feed: podcasts-new, rss: "feeds/genres/{genre}.xml", title: "New {genre} podcasts", selfURL: "https://example.com/{genre}.xml", limit: 500 }
+              - { kind: feed, feed: podcasts-new, rss: feeds/podcasts-new.xml, title: New podcasts, selfURL: "https://example.com/p.xml", limit: 500 }
+              - { kind: feed, feed: listings-new, rss: feeds/listings-new.xml, title: New listings, selfURL: "https://example.com/l.xml", limit: 500 }
+              - { kind: feed, feed: changes, rss: feeds/changes.xml, title: Changes, selfURL: "https://example.com/c.xml", limit: 5000 }
+            """, file: "baseline.yml", baseDirectory: directory.path)
+    }
+
+    func items(_ directory: URL, _ name: String) throws -> Int {
+        let text = try String(contentsOf: directory.appendingPathComponent("out/feeds/\(name)"), encoding: .utf8)
+        return text.components(separatedBy: "<item>").count - 1
+    }
+
+    func genreFeedItems(_ directory: URL) -> Int {
+        let folder = directory.appendingPathComponent("out/feeds/genres")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return files.reduce(0) { $0 + ((try? items(directory, "genres/\($1)")) ?? 0) }
+    }
+
+    @Test func aFirstRunsNewItemFeedsListNothingAndTheNextListOnlyWhatAppeared() async throws {
+        let directory = TestPaths.temporaryDirectory("baseline-feeds")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let job = try job(directory)
+        let first = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 1))
+        #expect(first.outcome == .ok, "\(first.errors)")
+        let found = first.sources.reduce(0) { $0 + $1.counts.added }
+        #expect(found > 200, "the baseline found the catalogue")
+        #expect(try items(directory, "podcasts-new.xml") == 0)
+        #expect(try items(directory, "listings-new.xml") == 0)
+        #expect(try items(directory, "changes.xml") == 0)
+        #expect(genreFeedItems(directory) == 0)
+
+        let second = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 2))
+        let podcasts = try #require(second.sources.first { $0.name == "podcasts" }).counts
+        let market = try #require(second.sources.first { $0.name == "market" }).counts
+        #expect(podcasts.added > 0 && market.added > 0, "the world added something on night 2")
+        // What appeared tonight, and nothing of the baseline.
+        #expect(try items(directory, "podcasts-new.xml") == podcasts.added)
+        #expect(try items(directory, "listings-new.xml") == market.added)
+        #expect(genreFeedItems(directory) == podcasts.added)
+        #expect(try items(directory, "changes.xml") > 0)
+    }
+}
