@@ -84,6 +84,11 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
         public static let locked = Code("locked")
         /// An export could not be written; the previous file is intact.
         public static let exportFailed = Code("export-failed")
+        /// The store is missing or empty where a store with history was expected
+        /// (a failed copy or restore); the run refused to start over.
+        public static let historyMissing = Code("history-missing")
+        /// The command's arguments contradict the state they act on (e.g. `--new-store` on a store with history).
+        public static let invalidArguments = Code("invalid-arguments")
     }
 
     public var code: Code
@@ -204,6 +209,23 @@ extension StoreSyncError {
                                    remedy: "Try again when it has finished (`storesync status` shows it)")
         error.holder = holder
         return error
+    }
+
+    /// The store at `store` is missing or empty (`state`), but `evidence` (the
+    /// marker a finished run left beside it) says it held history.
+    public static func historyMissing(store: String, state: String, evidence: String, command: String) -> StoreSyncError {
+        StoreSyncError(.historyMissing, "the store is \(state), but it held history (\(evidence)); nothing was crawled or written",
+                       place: .store(store),
+                       remedy: "Restore the store from a backup (the .sqlite file with its -wal file, if any) and run again; "
+                           + "to start over on purpose, with every record new again, run once: \(command) --new-store")
+    }
+
+    /// `--new-store` was given, but the store at `store` holds history (its last run is `lastRun`).
+    public static func newStoreHasHistory(store: String, lastRun: Int64) -> StoreSyncError {
+        StoreSyncError(.invalidArguments, "--new-store was given, but the store holds history (its last run is run \(lastRun)); it was left alone",
+                       place: .store(store),
+                       remedy: "Drop --new-store (it only accepts a missing or empty store, so it cannot stay in a crontab); "
+                           + "to start over, move the store away first")
     }
 
     /// An export could not be written; the previous file is intact.

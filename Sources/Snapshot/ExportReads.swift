@@ -107,7 +107,9 @@ extension SQLiteSnapshotStore {
             SELECT e.entity, e.key, e.fields AS payload, runs.started_at AS run_started FROM entities e
             -- LEFT: retention may have pruned the run that added an entity long ago; the entity stays listed.
             LEFT JOIN runs ON runs.id = e.added_run
-            WHERE e.entity = ? ORDER BY e.added_run DESC, json_extract(e.fields, ?) DESC, e.key
+            -- What the baseline found was there before: listing it would announce the catalogue.
+            WHERE e.entity = ? AND NOT \(Self.isBaseline("e.added_run"))
+            ORDER BY e.added_run DESC, json_extract(e.fields, ?) DESC, e.key
             """, [entity.rawValue, Self.jsonPath(field)])
     }
 
@@ -161,7 +163,8 @@ extension SQLiteSnapshotStore {
                 try Row.fetchAll(db, sql: """
                     SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, e.fields AS payload
                     FROM changes c LEFT JOIN entities e ON e.entity = c.entity AND e.key = c.key
-                    WHERE c.run_id = ? ORDER BY c.source, c.entity, c.key, c.field
+                    -- The baseline's log is the whole catalogue added: no news for a feed.
+                    WHERE c.run_id = ? AND NOT \(Self.isBaseline("c.run_id")) ORDER BY c.source, c.entity, c.key, c.field
                     """, arguments: [runID]).map { ChangeWithRecord(change: Self.changeRow($0), currentPayload: $0["payload"]) }
             }
         }

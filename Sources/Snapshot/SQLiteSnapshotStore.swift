@@ -29,6 +29,13 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// the file). Decided by the run, not by how it went, so a resumed first
     /// run logs what an uninterrupted one would.
     let baselineRun = Mutex<Int64?>(nil)
+    /// The `store_meta` entry naming the store's first run (its baseline); absent
+    /// in stores begun before it was kept, whose first night is long past.
+    static let baselineRunKey = "baseline_run"
+    /// SQL true for a row whose `column` is the baseline run's id.
+    static func isBaseline(_ column: String) -> String {
+        "EXISTS (SELECT 1 FROM store_meta WHERE name = '\(baselineRunKey)' AND CAST(value AS INTEGER) = \(column))"
+    }
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
     package convenience init(path: String) throws(StoreSyncError) {
@@ -150,7 +157,15 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                 }
                 try db.execute(sql: "INSERT INTO runs (job, night, started_at, status, exported) VALUES (?, ?, ?, 'running', 0)",
                                arguments: [job, night, date.timeIntervalSince1970])
-                return RunInfo(id: db.lastInsertedRowID, night: night, resumed: false, startedAt: date)
+                let id = db.lastInsertedRowID
+                if last == nil {
+                    // A new store's first run is its baseline: everything it finds was
+                    // there before, not news, so the new-items feeds leave it out.
+                    // Kept by name, since retention may prune the run itself.
+                    try db.execute(sql: "INSERT OR REPLACE INTO store_meta (name, value) VALUES (?, ?)",
+                                   arguments: [Self.baselineRunKey, String(id)])
+                }
+                return RunInfo(id: id, night: night, resumed: false, startedAt: date)
             }
         }
         try loadSeen(runID: info.id)

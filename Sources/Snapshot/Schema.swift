@@ -280,6 +280,13 @@ enum Schema {
                 try db.execute(sql: "INSERT INTO store_meta (name, value) VALUES ('entities', 'rebuild')")
             }
         }
+        migrator.registerMigration("v11: a scope's sweep keeps its guard warning") { db in
+            // A run killed after a removal pass and resumed does not sweep that
+            // scope again (a miss is never counted twice), so what the guard
+            // refused is kept with the sweep, or the resumed run would report
+            // nothing and exit 0 where the uninterrupted one exits 2 (Invariant 11).
+            try db.execute(sql: "ALTER TABLE scopes ADD COLUMN swept_warning TEXT")
+        }
         return migrator
     }
 }

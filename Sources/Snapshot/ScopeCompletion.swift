@@ -27,7 +27,9 @@ extension SQLiteSnapshotStore {
     /// more; at `afterMisses` consecutive misses it is removed — unless that
     /// would remove more than `maxRatio` of the scope, in which case nothing
     /// is removed and a warning says why. Each scope is swept at most once per
-    /// run, in one transaction, so a run killed mid-pass never counts a miss twice.
+    /// run, in one transaction, so a run killed mid-pass never counts a miss twice;
+    /// asked again in the same run (a resumed run), it returns the first pass's
+    /// guard warning and removes nothing more.
     package func sweepScope(runID: Int64, source: String, scope: String, removal policy: RemovalPolicy) throws(StoreSyncError) -> RemovalResult {
         let seenKeys = seenSnapshot(source: source)
         let mapping = mapping(for: source)
@@ -41,18 +43,27 @@ extension SQLiteSnapshotStore {
         do {
             return try pool.write { db in
                 removed = []
-                let checkpoint = try Row.fetchOne(db, sql: "SELECT state, run_id, swept_run FROM scopes WHERE source = ? AND scope = ?",
-                                                  arguments: [source, scope])
-                guard let checkpoint, checkpoint["state"] == "complete", checkpoint["run_id"] == runID,
-                      (checkpoint["swept_run"] as Int64?) != runID else {
+                let checkpoint = try Row.fetchOne(
+                    db, sql: "SELECT state, run_id, swept_run, swept_warning FROM scopes WHERE source = ? AND scope = ?",
+                    arguments: [source, scope])
+                guard let checkpoint, checkpoint["state"] == "complete", checkpoint["run_id"] == runID else {
                     return RemovalResult()
+                }
+                if (checkpoint["swept_run"] as Int64?) == runID {
+                    // Swept before this run was killed: the pass is not repeated, but
+                    // what its guard refused is still tonight's news.
+                    var earlier = RemovalResult()
+                    earlier.guardWarning = checkpoint["swept_warning"]
+                    return earlier
                 }
                 var gone: [RecordIdentity] = []
                 var orphans: [(source: String, identity: RecordIdentity)] = []
                 let unseen = try unseenMembers(db, runID: runID, source: source, scope: scope, seen: seenKeys)
                 let result = try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy,
                                                   mapping: mapping, owns: ownership, unseen: unseen, removed: &gone, cascaded: &orphans)
-                try db.execute(sql: "UPDATE scopes SET swept_run = ? WHERE source = ? AND scope = ?", arguments: [runID, source, scope])
+                // In the pass's transaction: a kill leaves either both or neither.
+                try db.execute(sql: "UPDATE scopes SET swept_run = ?, swept_warning = ? WHERE source = ? AND scope = ?",
+                               arguments: [runID, result.guardWarning, source, scope])
                 removed = gone
                 cascaded = orphans
                 return result

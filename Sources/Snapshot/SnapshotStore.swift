@@ -180,7 +180,8 @@ public protocol SnapshotStore: AnyObject, Sendable {
 
     /// Records of `entity`, those added by the latest run first, then newest
     /// first by the payload member `field`, then by key; each with the start
-    /// of the run that added it.
+    /// of the run that added it. What the store's first run (its baseline)
+    /// added is left out: it was there before, not new (Invariant 10).
     func recordsNewestAdded(_ entity: EntityKind, thenBy field: String) throws(StoreSyncError) -> [FeedRecord]
 
     /// The latest change of `field` of each `entity` record still held, where
@@ -196,7 +197,8 @@ public protocol SnapshotStore: AnyObject, Sendable {
     func entitiesByKey(_ entity: EntityKind, keys: [String]) throws(StoreSyncError) -> [FeedRecord]
 
     /// The change log of `runID` with each record's current payload (nil once
-    /// removed), by source, entity, key and field.
+    /// removed), by source, entity, key and field; empty for the store's
+    /// first run (its baseline), whose log is the whole catalogue added.
     func changesWithRecords(runID: Int64) throws(StoreSyncError) -> [ChangeWithRecord]
 }
 

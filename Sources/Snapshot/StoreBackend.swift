@@ -20,6 +20,18 @@ public protocol StoreBackend: Sendable {
     /// A consistent, writable copy of the store that the real one never sees
     /// (a dry run), taken without the lock; `discard` removes it.
     func openCopy(_ location: String) throws(StoreSyncError) -> (store: any SnapshotStore, discard: @Sendable () -> Void)
+    /// What says the store at `location` held history (a run that stored its
+    /// crawl), in words for an error message; nil when nothing does (a new job).
+    /// A run refuses a missing or empty store that has such evidence (Invariant 10).
+    func historyEvidence(_ location: String) -> String?
+    /// Notes that the store at `location` holds history, once a run's crawl is stored.
+    func noteHistory(_ location: String, job: String, runID: Int64, at date: Date) throws(StoreSyncError)
+}
+
+extension StoreBackend {
+    /// A backend that keeps no evidence outside its store knows no history it could have lost.
+    public func historyEvidence(_ location: String) -> String? { nil }
+    public func noteHistory(_ location: String, job: String, runID: Int64, at date: Date) throws(StoreSyncError) {}
 }
 
 /// The embedded default: one SQLite file (WAL mode) and a lock file beside it.
@@ -44,6 +56,43 @@ public struct SQLiteBackend: StoreBackend {
 
     public func openReadOnly(_ location: String) throws(StoreSyncError) -> any SnapshotStore {
         try SQLiteSnapshotStore(path: location, readOnly: true)
+    }
+
+    /// The marker beside a store that says it held history: a failed copy or
+    /// restore takes the store, not (usually) this small file with it.
+    public static func historyMarker(_ location: String) -> String { location + ".history" }
+
+    public func historyEvidence(_ location: String) -> String? {
+        let marker = Self.historyMarker(location)
+        guard let data = FileManager.default.contents(atPath: marker) else { return nil }
+        var fields: [String: String] = [:]
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        guard let run = fields["run"], let job = fields["job"] else { return "\(marker) says so" }
+        return "\(marker) records run \(run) of job \(job)" + (fields["stored"].map { ", stored \($0)" } ?? "")
+    }
+
+    public func noteHistory(_ location: String, job: String, runID: Int64, at date: Date) throws(StoreSyncError) {
+        let marker = Self.historyMarker(location)
+        let name = (location as NSString).lastPathComponent
+        let text = """
+            # storesync: the store \(name) beside this file holds history. A run refuses to
+            # start over when that store is missing or empty (a failed copy or restore);
+            # `storesync run JOB --new-store` starts over on purpose. Move it with the store.
+            job: \(job)
+            run: \(runID)
+            stored: \(ISO8601DateFormatter().string(from: date))
+
+            """
+        do {
+            // Written whole or not at all: a torn marker must not hide the evidence.
+            try Data(text.utf8).write(to: URL(fileURLWithPath: marker), options: .atomic)
+        } catch {
+            throw .storage(path: marker, reason: "cannot write the history marker: \(error.localizedDescription)",
+                           remedy: "Check that the store's folder is writable")
+        }
     }
 
     /// SQLite's online backup into a temporary folder: consistent even while

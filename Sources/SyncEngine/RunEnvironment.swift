@@ -21,6 +21,11 @@ public struct RunEnvironment: Sendable {
     /// The wall-clock time a run is stamped with.
     public var now: @Sendable () -> Date
     public var logger: Logger
+    /// Tests of Invariant 11 stop a run here as a kill would: at each
+    /// ``RunStopPoint`` the run asks, and an error returned is thrown on the
+    /// spot, so the store is left exactly as a `kill -9` at that instant leaves
+    /// it (the run unfinished, nothing after the point written). Nil in production.
+    package var stopAt: (@Sendable (RunStopPoint) -> StoreSyncError?)?
 
     public init(services: any UpstreamServices = LiveServices(), store: any StoreBackend = SQLiteBackend(),
                 transport: (any HTTPTransport)? = nil,
@@ -36,4 +41,11 @@ public struct RunEnvironment: Sendable {
 
     /// The real services over the network.
     public static var live: RunEnvironment { RunEnvironment() }
+}
+
+/// An instant of a run where a test may stop it as a kill would (``RunEnvironment/stopAt``).
+package enum RunStopPoint: Sendable, Equatable {
+    /// Every source crawled and swept (its removal passes committed), before the
+    /// run's verdict is stored.
+    case afterRemovalPasses
 }

@@ -63,10 +63,16 @@ public struct RunOptions: Sendable {
     public var dryRun: Bool
     /// Told about every stored page and finished scope.
     public var progress: (@Sendable (RunProgress) -> Void)?
+    /// Start over on purpose: accept a missing or empty store where one with
+    /// history was expected (refused otherwise, Invariant 10). A store that
+    /// holds history is refused with it, so the flag cannot stay in a crontab.
+    public var newStore = false
 
-    public init(night: Int? = nil, dryRun: Bool = false, progress: (@Sendable (RunProgress) -> Void)? = nil) {
+    public init(night: Int? = nil, dryRun: Bool = false, newStore: Bool = false,
+                progress: (@Sendable (RunProgress) -> Void)? = nil) {
         self.night = night
         self.dryRun = dryRun
+        self.newStore = newStore
         self.progress = progress
     }
 }
@@ -90,15 +96,44 @@ public struct Runner: Sendable {
         if options.dryRun { return try await dryRun(options) }
         let lock = try environment.store.lock(job.storePath)
         defer { withExtendedLifetime(lock) {} }
+        let evidence = try checkStoreExists(options)
         let store = try environment.store.open(job.storePath)
+        try checkStoreHistory(store, evidence: evidence, options)
         return try await run(options, store: store, exports: true)
     }
+
+    /// Refuses a missing store where history was expected, before anything
+    /// creates a new one there; returns that evidence (nil for a new job).
+    func checkStoreExists(_ options: RunOptions) throws(StoreSyncError) -> String? {
+        let evidence = environment.store.historyEvidence(job.storePath)
+        if let evidence, !options.newStore, !environment.store.exists(job.storePath) {
+            throw .historyMissing(store: job.storePath, state: "missing", evidence: evidence, command: runCommand)
+        }
+        return evidence
+    }
+
+    /// Refuses an empty store (a zero-length file: SQLite opens it as a new,
+    /// empty database) where history was expected, and `--new-store` on a store with history.
+    func checkStoreHistory(_ store: any SnapshotStore, evidence: String?, _ options: RunOptions) throws(StoreSyncError) {
+        let last = try store.runs(limit: 1).first
+        if options.newStore, let last {
+            throw .newStoreHasHistory(store: job.storePath, lastRun: last.id)
+        }
+        if let evidence, !options.newStore, last == nil {
+            throw .historyMissing(store: job.storePath, state: "empty (no run in it)", evidence: evidence, command: runCommand)
+        }
+    }
+
+    /// The command that runs this job, for messages.
+    var runCommand: String { "storesync run \(job.file)" }
 
     /// A dry run: the same crawl and diff against a throwaway copy of the
     /// store, no exports. It takes no lock, so it never blocks cron.
     func dryRun(_ options: RunOptions) async throws(StoreSyncError) -> RunReport {
+        let evidence = try checkStoreExists(options)
         let (store, discard) = try environment.store.openCopy(job.storePath)
         defer { discard() }
+        try checkStoreHistory(store, evidence: evidence, options)
         var report = try await run(options, store: store, exports: false)
         report.dryRun = true
         return report
@@ -127,6 +162,7 @@ public struct Runner: Sendable {
                 logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
             }
             phase = try await crawl(run: run, store: store, options: options)
+            if let stop = environment.stopAt?(.afterRemovalPasses) { throw stop }
             // The crawl's verdict and counters are stored before exporting: the
             // exported runs table shows this run as it ended, and a run killed
             // while exporting resumes by exporting only.
@@ -134,6 +170,16 @@ public struct Runner: Sendable {
                                 message: (phase.errors + phase.warnings).first, at: environment.now(), exportsFollow: writeExports)
             phase.totals.seconds = clock.now() - started
             try store.recordTotals(run.id, phase.totals)
+            if writeExports {
+                // From now on a missing or empty store here is a loss, not a new job (Invariant 10).
+                do {
+                    try environment.store.noteHistory(job.storePath, job: job.name, runID: run.id, at: environment.now())
+                } catch {
+                    // The run stands; only the guard against a lost store is weaker until the next run.
+                    logger.warning("\(error.description)")
+                    phase.warnings.append(error.description)
+                }
+            }
         }
 
         var outcome = phase.outcome

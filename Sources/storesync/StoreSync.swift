@@ -76,6 +76,9 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Print the run report as JSON on standard output and nothing else there (the schema of report.json: docs/cli-json.md); the summary goes to standard error unless -q.")
     var json = false
 
+    @Flag(help: "Start over with a new store where one with history is missing or empty (refused otherwise); refused on a store that holds history.")
+    var newStore = false
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -88,7 +91,7 @@ struct Run: AsyncParsableCommand {
         let logger = Logger(label: "storesync")
         do {
             let spec = try Wiring.load(job)
-            var options = RunOptions(night: night, dryRun: dryRun)
+            var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore)
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
                 options.progress = { event in display.handle(event) }
@@ -243,7 +246,7 @@ struct Validate: AsyncParsableCommand {
 
 func exitStatus(for error: StoreSyncError) -> ExitStatus {
     switch error.code {
-    case .invalidJob: .invalidJob
+    case .invalidJob, .invalidArguments: .invalidJob
     case .locked: .locked
     default: .failed
     }
