@@ -33,11 +33,15 @@ public struct JobNode: Sendable {
     /// One-based, where the parser knows it.
     public var line: Int?
     public var column: Int?
+    /// Where a value that is not in the file came from (an environment
+    /// override or `--set`), named in every problem found with it.
+    public var origin: String?
 
-    public init(_ value: Value, line: Int? = nil, column: Int? = nil) {
+    public init(_ value: Value, line: Int? = nil, column: Int? = nil, origin: String? = nil) {
         self.value = value
         self.line = line
         self.column = column
+        self.origin = origin
     }
 
     public var scalar: Scalar? {
@@ -68,6 +72,7 @@ public struct SettingsReader: Sendable {
     }
 
     public mutating func issue(_ node: JobNode?, _ path: String, _ message: String) {
+        let message = node?.origin.map { "\(message) (set by \($0))" } ?? message
         issues.append(JobFileIssue(file: file, line: node?.line, column: node?.column, keyPath: path, message: message))
     }
 

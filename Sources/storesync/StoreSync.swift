@@ -70,13 +70,18 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")
     var noProgress = false
 
+    @Option(name: .customLong("set"), help: ArgumentHelp(
+        "Override one job setting for this run, e.g. --set http.timeoutSeconds=5 or --set sources.podcasts.removal.maxRatio=0.5 (repeatable).",
+        valueName: "KEY=VALUE"))
+    var sets: [String] = []
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "storesync")
         do {
-            let spec = try Wiring.load(job)
+            let spec = try Wiring.load(job, sets: sets)
             var options = RunOptions(night: night, dryRun: dryRun)
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
@@ -127,13 +132,18 @@ struct Export: AsyncParsableCommand {
     @Argument(help: "The job file.")
     var job: String
 
+    @Option(name: .customLong("set"), help: ArgumentHelp(
+        "Override one job setting for this run, e.g. --set http.timeoutSeconds=5 or --set sources.podcasts.removal.maxRatio=0.5 (repeatable).",
+        valueName: "KEY=VALUE"))
+    var sets: [String] = []
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         logging.bootstrap()
         var lintFailed = false
         do {
-            let spec = try Wiring.load(job)
+            let spec = try Wiring.load(job, sets: sets)
             let files = try Reexport.run(job: spec, logger: Logger(label: "storesync"))
             for file in files where !file.withheld {
                 print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
@@ -160,12 +170,20 @@ struct Validate: AsyncParsableCommand {
     @Argument(help: "The job file to check.")
     var job: String
 
+    @Option(name: .customLong("set"), help: ArgumentHelp(
+        "Override one job setting for this run, e.g. --set http.timeoutSeconds=5 or --set sources.podcasts.removal.maxRatio=0.5 (repeatable).",
+        valueName: "KEY=VALUE"))
+    var sets: [String] = []
+
     func run() async throws {
         do {
-            let spec = try Wiring.load(job)
+            let spec = try Wiring.load(job, sets: sets)
             print("\(job): valid — job '\(spec.name)', \(spec.sources.count) source(s), \(spec.exports.count) export(s); "
                   + "store \(spec.storePath), output \(spec.outputDirectory)"
                   + (spec.simulator == nil ? "" : "; runs the embedded simulator"))
+            // What did not come from the file, and the secrets by variable name only.
+            for override in spec.overrides { print("  override: \(override)") }
+            for header in spec.http.headers { print("  header: \(header)") }
         } catch {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)

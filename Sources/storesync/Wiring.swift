@@ -11,8 +11,9 @@ enum Wiring {
     /// Job-file rules: the standard source kinds, and the simulator's faults checked at load.
     static let rules = JobFileRules(checkFaults: SimulatedServices.checkFaults)
 
-    static func load(_ path: String) throws(StoreSyncError) -> JobSpec {
-        try JobLoader.load(path: path, rules: rules)
+    /// Loads a job with the process's environment and the command's `--set` overrides.
+    static func load(_ path: String, sets: [String] = []) throws(StoreSyncError) -> JobSpec {
+        try JobLoader.load(path: path, rules: rules, inputs: JobInputs(sets: sets))
     }
 
     static func environment(for job: JobSpec, logger: Logger) -> RunEnvironment {
