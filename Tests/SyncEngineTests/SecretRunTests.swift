@@ -130,3 +130,74 @@ final class CapturedLog: Sendable {
         #expect(rerun.sources.first { $0.name == "market" }.map { $0.counts.removed > 0 } == true)
     }
 }
+
+/// The same through the real command line, as cron runs it: `validate`,
+/// `run -v`, `status` and `export`, every stream and every file searched.
+@Suite struct SecretCommandLineTests {
+    struct Finished {
+        var status: Int32
+        var output: String
+    }
+
+    func storesync(_ arguments: [String], environment: [String: String], in directory: URL) throws -> Finished {
+        let process = Process()
+        process.executableURL = try StoresyncExecutable.locate()
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = directory.appendingPathComponent("cli-\(arguments[0]).log")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: out)
+        defer { try? handle.close() }
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return Finished(status: process.terminationStatus, output: try String(contentsOf: out, encoding: .utf8))
+    }
+
+    @Test func noCommandPrintsOrWritesTheSecret() throws {
+        let directory = TestPaths.temporaryDirectory("secret-cli")
+        let secret = "cli-S3CRET-9f2e"
+        try """
+            name: cli
+            store: ${STATE}/snapshot.sqlite
+            output: ${STATE}/out
+            simulator: { seed: 4, podcasts: 40, products: 30 }
+            http:
+              headers:
+                127.0.0.1: { Authorization: {env: SYNC_TOKEN, prefix: "Bearer "} }
+            sources:
+              - { name: market, kind: marketplace, itemsPerPage: 10 }
+            exports:
+              - {kind: sqlite, path: all.sqlite}
+              - {kind: run-report, path: report.json}
+            """.write(to: directory.appendingPathComponent("job.yml"), atomically: true, encoding: .utf8)
+        let job = directory.appendingPathComponent("job.yml").path
+        let env = ["STATE": directory.appendingPathComponent("state").path, "SYNC_TOKEN": secret]
+        let validate = try storesync(["validate", job], environment: env, in: directory)
+        #expect(validate.status == 0, "\(validate.output)")
+        #expect(validate.output.contains("Authorization from $SYNC_TOKEN"))
+        let run = try storesync(["run", job, "-v", "--no-progress", "--set", "http.timeoutSeconds=20"], environment: env, in: directory)
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("127.0.0.1"), "-v logs every page, so the log would show a leaked header")
+        let status = try storesync(["status", job], environment: env, in: directory)
+        let export = try storesync(["export", job], environment: env, in: directory)
+        #expect(export.status == 0, "\(export.output)")
+        // Without the variable the run is refused before anything is sent.
+        let unset = try storesync(["run", job], environment: ["STATE": env["STATE"]!, "SYNC_TOKEN": ""], in: directory)
+        #expect(unset.status == 64)
+        #expect(unset.output.contains("SYNC_TOKEN is not set"))
+        for finished in [validate, run, status, export, unset] {
+            #expect(!finished.output.contains(secret))
+        }
+        let walker = try #require(FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil))
+        var searched = 0
+        for case let url as URL in walker {
+            guard let data = try? Data(contentsOf: url) else { continue }
+            searched += 1
+            #expect(data.range(of: Data(secret.utf8)) == nil, "the secret was written to \(url.path)")
+        }
+        #expect(searched >= 5)
+    }
+}
