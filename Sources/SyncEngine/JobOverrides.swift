@@ -179,13 +179,35 @@ extension JobLoader {
         return out
     }
 
+    /// An override's value as a node: a flow list or mapping (`[news, history]`,
+    /// `{afterMisses: 1}`) as YAML reads it, anything else one scalar.
+    static func overrideNode(_ value: String, origin: String) -> JobNode {
+        func marked(_ node: JobNode) -> JobNode {
+            var node = node
+            // No line: the value is not in the file; its origin says where it is.
+            node.line = nil
+            node.column = nil
+            node.origin = origin
+            switch node.value {
+            case .scalar: break
+            case .sequence(let elements): node.value = .sequence(elements.map(marked))
+            case .mapping(let pairs): node.value = .mapping(pairs.map { (key: marked($0.key), value: marked($0.value)) })
+            }
+            return node
+        }
+        if value.hasPrefix("[") || value.hasPrefix("{"), let parsed = (try? Yams.compose(yaml: value)) ?? nil {
+            return marked(jobNode(parsed))
+        }
+        return JobNode(.scalar(typedScalar(value)), origin: origin)
+    }
+
     /// Puts `value` at `path` in the tree, creating mappings on the way;
     /// returns the key path as the reader names it, or nil after reporting
     /// why it cannot go there.
     static func apply(_ value: String, at path: [String], origin: String, to root: inout JobNode,
                       caseInsensitive: Bool, reader: inout SettingsReader) -> String? {
         var named = ""
-        let leaf = JobNode(.scalar(typedScalar(value)), origin: origin)
+        let leaf = overrideNode(value, origin: origin)
         func place(_ node: inout JobNode, _ depth: Int) -> Bool {
             if depth == path.count {
                 node = leaf

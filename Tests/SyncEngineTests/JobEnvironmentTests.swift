@@ -107,6 +107,18 @@ import TestSupport
         #expect(job.overrides.last?.keyPath == "sources[0].pageSize")
     }
 
+    @Test func setTakesAFlowListOrMapping() throws {
+        let job = try load(env: ["STATE_DIR": "/a"], sets: ["sources.podcasts.terms=[history, science]",
+                                                           "sources.market.removal={afterMisses: 3, maxRatio: 0.2}"])
+        #expect(job.sources.first { $0.name == "market" }?.removal == RemovalPolicy(afterMisses: 3, maxRatio: 0.2))
+        #expect(job.sources.first { $0.name == "podcasts" }?.scopes(baseURL: URL(string: "https://x.test")!)
+            .map(\.id).joined().contains("science") == true)
+        let bad = issues(env: ["STATE_DIR": "/a"], sets: ["sources.market.removal={afterMises: 3}"])
+        #expect(bad.first?.message.contains("did you mean 'afterMisses'") == true)
+        #expect(bad.first?.message.contains("set by --set sources.market.removal") == true)
+        #expect(bad.first?.line == nil)
+    }
+
     @Test func setIsValidatedLikeTheFile() {
         let env = ["STATE_DIR": "/a"]
         let range = issues(env: env, sets: ["sources.market.removal.maxRatio=5"])
