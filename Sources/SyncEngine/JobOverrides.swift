@@ -58,7 +58,7 @@ extension JobLoader {
             case .success(let text):
                 if text != scalar.text { node.value = .scalar(typedScalar(text)) }
             case .failure(let problem):
-                reader.issue(node, path, problem.message)
+                reader.issueOnce(node, path, problem.message)
             }
         case .sequence(let elements):
             node.value = .sequence(elements.enumerated().map { n, element in

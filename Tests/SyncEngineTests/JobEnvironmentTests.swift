@@ -68,6 +68,11 @@ import TestSupport
         #expect(job.http.userAgent == "a $b", "a lone $ stays as written")
     }
 
+    @Test func anUnsetVariableInANumberIsOneProblemNotTwo() {
+        let found = issues("name: n\nstore: s\noutput: o\nhttp: {timeoutSeconds: \"${T}\"}\nsources: [{name: m, kind: marketplace}]", env: [:])
+        #expect(found.map(\.keyPath) == ["http.timeoutSeconds"], "\(found)")
+    }
+
     @Test func aMalformedReferenceIsAProblem() {
         #expect(issues("name: ${oops\nstore: s\noutput: o\nsources: [{name: m, kind: marketplace}]", env: [:])
             .contains { $0.message.contains("without a closing") })
