@@ -70,10 +70,7 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")
     var noProgress = false
 
-    @Option(name: .customLong("set"), help: ArgumentHelp(
-        "Override one job setting for this run, e.g. --set http.timeoutSeconds=5 or --set sources.podcasts.removal.maxRatio=0.5 (repeatable).",
-        valueName: "KEY=VALUE"))
-    var sets: [String] = []
+    @OptionGroup var overrides: JobOverrideOptions
 
     @OptionGroup var logging: LoggingOptions
 
@@ -81,7 +78,7 @@ struct Run: AsyncParsableCommand {
         logging.bootstrap()
         let logger = Logger(label: "storesync")
         do {
-            let spec = try Wiring.load(job, sets: sets)
+            let spec = try Wiring.load(job, sets: overrides.sets)
             var options = RunOptions(night: night, dryRun: dryRun)
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
@@ -132,10 +129,7 @@ struct Export: AsyncParsableCommand {
     @Argument(help: "The job file.")
     var job: String
 
-    @Option(name: .customLong("set"), help: ArgumentHelp(
-        "Override one job setting for this run, e.g. --set http.timeoutSeconds=5 or --set sources.podcasts.removal.maxRatio=0.5 (repeatable).",
-        valueName: "KEY=VALUE"))
-    var sets: [String] = []
+    @OptionGroup var overrides: JobOverrideOptions
 
     @OptionGroup var logging: LoggingOptions
 
@@ -143,7 +137,7 @@ struct Export: AsyncParsableCommand {
         logging.bootstrap()
         var lintFailed = false
         do {
-            let spec = try Wiring.load(job, sets: sets)
+            let spec = try Wiring.load(job, sets: overrides.sets)
             let files = try Reexport.run(job: spec, logger: Logger(label: "storesync"))
             for file in files where !file.withheld {
                 print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
@@ -170,14 +164,11 @@ struct Validate: AsyncParsableCommand {
     @Argument(help: "The job file to check.")
     var job: String
 
-    @Option(name: .customLong("set"), help: ArgumentHelp(
-        "Override one job setting for this run, e.g. --set http.timeoutSeconds=5 or --set sources.podcasts.removal.maxRatio=0.5 (repeatable).",
-        valueName: "KEY=VALUE"))
-    var sets: [String] = []
+    @OptionGroup var overrides: JobOverrideOptions
 
     func run() async throws {
         do {
-            let spec = try Wiring.load(job, sets: sets)
+            let spec = try Wiring.load(job, sets: overrides.sets)
             print("\(job): valid — job '\(spec.name)', \(spec.sources.count) source(s), \(spec.exports.count) export(s); "
                   + "store \(spec.storePath), output \(spec.outputDirectory)"
                   + (spec.simulator == nil ? "" : "; runs the embedded simulator"))

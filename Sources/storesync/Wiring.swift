@@ -1,3 +1,4 @@
+import ArgumentParser
 import Catalog
 import Crawl
 import Logging
@@ -19,4 +20,13 @@ enum Wiring {
     static func environment(for job: JobSpec, logger: Logger) -> RunEnvironment {
         RunEnvironment(services: job.simulator.map(SimulatedServices.init) ?? LiveServices(), logger: logger)
     }
+}
+
+/// `--set KEY=VALUE`: one job setting changed for this run only.
+struct JobOverrideOptions: ParsableArguments {
+    @Option(name: .customLong("set"), help: ArgumentHelp(
+        "Override one job setting for this run, e.g. --set http.timeoutSeconds=5 or "
+            + "--set sources.podcasts.removal.maxRatio=0.5 (repeatable; validated like the job file).",
+        valueName: "KEY=VALUE"))
+    var sets: [String] = []
 }
