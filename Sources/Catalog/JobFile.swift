@@ -33,11 +33,15 @@ public struct JobNode: Sendable {
     /// One-based, where the parser knows it.
     public var line: Int?
     public var column: Int?
+    /// Where a value that is not in the file came from (an environment
+    /// override or `--set`), named in every problem found with it.
+    public var origin: String?
 
-    public init(_ value: Value, line: Int? = nil, column: Int? = nil) {
+    public init(_ value: Value, line: Int? = nil, column: Int? = nil, origin: String? = nil) {
         self.value = value
         self.line = line
         self.column = column
+        self.origin = origin
     }
 
     public var scalar: Scalar? {
@@ -58,6 +62,9 @@ public struct SettingsReader: Sendable {
     /// The job file's folder: relative paths in the file resolve against it.
     public let baseDirectory: String
     public private(set) var issues: [JobFileIssue] = []
+    /// Key paths whose value could not be read at all (an unset `${VAR}`):
+    /// the problem is reported once, not again as a bad number or path.
+    public private(set) var silenced: Set<String> = []
 
     /// A mapping as (key, key node, value node) triples, in file order.
     public typealias Fields = [(key: String, keyNode: JobNode, value: JobNode)]
@@ -68,6 +75,8 @@ public struct SettingsReader: Sendable {
     }
 
     public mutating func issue(_ node: JobNode?, _ path: String, _ message: String) {
+        guard !silenced.contains(path) else { return }
+        let message = node?.origin.map { "\(message) (set by \($0))" } ?? message
         issues.append(JobFileIssue(file: file, line: node?.line, column: node?.column, keyPath: path, message: message))
     }
 
@@ -77,6 +86,12 @@ public struct SettingsReader: Sendable {
             return nil
         }
         return pairs.map { (key: $0.key.scalar?.text ?? "", keyNode: $0.key, value: $0.value) }
+    }
+
+    /// Reports `message` for `path` and no later problem with the same key path.
+    public mutating func issueOnce(_ node: JobNode?, _ path: String, _ message: String) {
+        issue(node, path, message)
+        silenced.insert(path)
     }
 
     /// Flags duplicate keys and keys not in `allowed` (a typo would otherwise be silently ignored).

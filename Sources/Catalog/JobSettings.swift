@@ -44,6 +44,9 @@ public struct HTTPSettings: Sendable, Equatable {
     public var circuitBreakerThreshold: Int
     /// How long a response fetched in this run is reused for the same URL; 0 = never.
     public var cacheTTLSeconds: Double
+    /// Headers sent to one host only (`http.headers`), their values read from
+    /// the environment: an API token is never written in the job file.
+    public var headers: [SecretHeader] = []
 
     public init(
         timeoutSeconds: Double = 30, userAgent: String = "storesync/\(StoreSyncVersion.current) (+https://github.com/storesync/storesync)",
@@ -64,9 +67,43 @@ public struct HTTPSettings: Sendable, Equatable {
         self.backoffMaxSeconds = backoffMaxSeconds
     }
 
+    /// The headers to send to `host` (never to another host a redirect leads to).
+    public func headers(forHost host: String) -> [SecretHeader] {
+        let host = host.lowercased()
+        return headers.filter { $0.host == host }
+    }
+
     /// The rate limit that applies to `host`, if any.
     public func requestsPerMinute(forHost host: String) -> Double? {
         requestsPerMinute[host.lowercased()] ?? defaultRequestsPerMinute
+    }
+}
+
+/// A header for one host whose value comes from an environment variable
+/// (`http.headers` in a job file). Its value never appears in a description,
+/// a dump or a log: what is printed names the variable instead.
+public struct SecretHeader: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// Lower-cased host name the header is sent to, e.g. `api.example.com`.
+    public var host: String
+    /// The header's name, e.g. `Authorization`.
+    public var name: String
+    /// The environment variable the value was read from.
+    public var variable: String
+    /// The value sent; keep it out of anything printed.
+    public var value: String
+
+    public init(host: String, name: String, variable: String, value: String) {
+        self.host = host.lowercased()
+        self.name = name
+        self.variable = variable
+        self.value = value
+    }
+
+    public var description: String { "\(host): \(name) from $\(variable)" }
+    public var debugDescription: String { description }
+    /// `dump()` and reflection show the variable, never the value.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["host": host, "name": name, "variable": variable, "value": "<redacted>"])
     }
 }
 

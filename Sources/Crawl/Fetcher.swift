@@ -176,6 +176,10 @@ package final class Fetcher: Sendable {
         request.headers["User-Agent"] = settings.userAgent
         request.headers["Accept-Encoding"] = "gzip"
         let host = url.host ?? ""
+        // Per-host headers (an API token) go to their own host only: each
+        // redirect hop comes through here with its own URL, so a hop to
+        // another host does not carry them.
+        for header in settings.headers(forHost: host) { request.headers[header.name] = header.value }
         var attempt = 0
         while true {
             attempt += 1

@@ -3,6 +3,10 @@ import Foundation
 import GRDB
 
 extension SQLiteSnapshotStore {
+    /// Stands for the job file in the command a guard warning suggests; the
+    /// runner, which knows the file, puts its path there.
+    public static let jobPlaceholder = "JOB"
+
     /// Records how a scope's crawl ended (its checkpoint state for this run).
     package func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: String?) throws(StoreSyncError) {
         try wrap {
@@ -206,7 +210,11 @@ extension SQLiteSnapshotStore {
             }
             let allowed = Int((policy.maxRatio * Double(members)).rounded(.up))
             if disappearing > allowed {
-                result.guardWarning = "\(source)/\(scope): \(disappearing) of \(members) records would be removed, above maxRemovalRatio \(policy.maxRatio); nothing was removed. If the source really shrank, raise removal.maxRatio for this run."
+                // The smallest ratio (in hundredths) that lets these removals through, for the command to copy.
+                var needed = (Double(disappearing) / Double(members) * 100).rounded(.up) / 100
+                if Int((needed * Double(members)).rounded(.up)) < disappearing { needed += 0.01 }
+                let ratio = String(format: "%.2f", min(needed, 1))
+                result.guardWarning = "\(source)/\(scope): \(disappearing) of \(members) records would be removed, above maxRemovalRatio \(policy.maxRatio); nothing was removed. If the source really shrank, allow it for one run: storesync run \(Self.jobPlaceholder) --set sources.\(source).removal.maxRatio=\(ratio)"
             }
         }
         for identity in missed {

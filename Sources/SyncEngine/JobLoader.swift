@@ -21,8 +21,10 @@ public struct JobFileRules: Sendable {
 /// Reads `jobs/*.yml` into a ``JobSpec``, reporting every problem at once
 /// with its file, line and key path, so one `validate` fixes a whole file.
 public enum JobLoader {
-    /// Loads and validates the job file at `path`.
-    public static func load(path: String, rules: JobFileRules = JobFileRules()) throws(StoreSyncError) -> JobSpec {
+    /// Loads and validates the job file at `path`, with `${VAR}` expanded and
+    /// the environment's and `inputs.sets`' overrides applied.
+    public static func load(path: String, rules: JobFileRules = JobFileRules(),
+                            inputs: JobInputs = JobInputs()) throws(StoreSyncError) -> JobSpec {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -31,12 +33,12 @@ public enum JobLoader {
                                                                 message: "cannot read the file: \(error.localizedDescription)")])
         }
         let directory = (URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent().path)
-        return try parse(yaml: text, file: path, baseDirectory: directory, rules: rules)
+        return try parse(yaml: text, file: path, baseDirectory: directory, rules: rules, inputs: inputs)
     }
 
     /// Parses job YAML; relative paths resolve against `baseDirectory`.
     public static func parse(yaml: String, file: String, baseDirectory: String,
-                             rules: JobFileRules = JobFileRules()) throws(StoreSyncError) -> JobSpec {
+                             rules: JobFileRules = JobFileRules(), inputs: JobInputs = JobInputs()) throws(StoreSyncError) -> JobSpec {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
@@ -46,15 +48,29 @@ public enum JobLoader {
             throw .invalidJob(file: file, issues: [JobFileIssue(file: file, line: nil, column: nil, keyPath: "", message: "\(error)")])
         }
         var reader = SettingsReader(file: file, baseDirectory: baseDirectory)
-        guard let root, let top = reader.mapping(jobNode(root), path: "") else {
+        // File < environment < command line: what is closest to this run wins.
+        var tree = root.map(jobNode).map { expand($0, path: "", environment: inputs.environment, reader: &reader) }
+        var applied: [AppliedOverride] = []
+        if var node = tree, case .mapping = node.value {
+            let overrides = environmentOverrides(inputs.environment, reader: &reader) + setOverrides(inputs.sets, reader: &reader)
+            for override in overrides {
+                if let named = apply(override.value, at: override.path, origin: override.origin, to: &node,
+                                     caseInsensitive: override.origin.hasPrefix(jobEnvironmentPrefix), reader: &reader) {
+                    applied.append(AppliedOverride(keyPath: named, value: override.value, origin: override.origin))
+                }
+            }
+            tree = node
+        }
+        guard let tree, let top = reader.mapping(tree, path: "") else {
             if root == nil { reader.issue(nil, "", "the file is empty: a job needs at least name, store, output and sources") }
             throw .invalidJob(file: file, issues: reader.issues)
         }
-        let job = reader.job(top, rules: rules)
-        if !reader.issues.isEmpty || job == nil {
+        let job = reader.job(top, rules: rules, environment: inputs.environment)
+        guard reader.issues.isEmpty, var job else {
             throw .invalidJob(file: file, issues: reader.issues)
         }
-        return job!
+        job.overrides = applied
+        return job
     }
 
     static func yamlIssue(_ error: YamlError, file: String) -> JobFileIssue {
@@ -102,7 +118,7 @@ extension SettingsReader {
 
     // MARK: The job
 
-    mutating func job(_ top: Fields, rules: JobFileRules) -> JobSpec? {
+    mutating func job(_ top: Fields, rules: JobFileRules, environment: [String: String] = [:]) -> JobSpec? {
         checkKeys(top, path: "", allowed: ["name", "store", "output", "simulator", "http", "sources", "exports",
                                                   "retention", "artworkSize"])
         let name = string(top, "name", path: "", required: true)
@@ -110,7 +126,7 @@ extension SettingsReader {
         let store = string(top, "store", path: "", required: true)
         let output = string(top, "output", path: "", required: true)
         let simulator = value(top, "simulator").flatMap { simulatorSpec($0, checkFaults: rules.checkFaults) }
-        let http = value(top, "http").flatMap { httpSettings($0) } ?? HTTPSettings()
+        let http = value(top, "http").flatMap { httpSettings($0, environment: environment) } ?? HTTPSettings()
         let retention = value(top, "retention").flatMap { retentionPolicy($0) }
         let artworkSize = int(top, "artworkSize", path: "", range: ArtworkURL.appleSizes)
         var sources: [SourceSpec] = []
@@ -207,12 +223,13 @@ extension SettingsReader {
         return spec
     }
 
-    mutating func httpSettings(_ node: JobNode) -> HTTPSettings? {
+    mutating func httpSettings(_ node: JobNode, environment: [String: String] = [:]) -> HTTPSettings? {
         guard let fields = mapping(node, path: "http") else { return nil }
-        checkKeys(fields, path: "http", allowed: ["timeoutSeconds", "userAgent", "maxAttempts", "requestsPerMinute",
-                                                  "defaultRequestsPerMinute", "backoffBaseSeconds", "backoffMaxSeconds",
-                                                  "burst", "concurrency", "circuitBreakerThreshold", "cacheTTLSeconds"])
+        checkKeys(fields, path: "http", allowed: JobLoader.httpScalarKeys + ["requestsPerMinute", "headers"])
         var settings = HTTPSettings()
+        if let headersNode = value(fields, "headers") {
+            settings.headers = secretHeaders(headersNode, environment: environment)
+        }
         if let t = double(fields, "timeoutSeconds", path: "http", range: 0.1...3600) { settings.timeoutSeconds = t }
         if let ua = string(fields, "userAgent", path: "http") { settings.userAgent = ua }
         if let n = int(fields, "maxAttempts", path: "http", range: 1...20) { settings.maxAttempts = n }
@@ -233,6 +250,56 @@ extension SettingsReader {
             }
         }
         return settings
+    }
+
+    /// `http.headers`: host → header name → `{env: VARIABLE}`. A value
+    /// written in the file is refused, and no message here ever quotes a
+    /// value: a token must not reach a log through a typo.
+    mutating func secretHeaders(_ node: JobNode, environment: [String: String]) -> [SecretHeader] {
+        guard let hosts = mapping(node, path: "http.headers") else { return [] }
+        checkKeys(hosts, path: "http.headers", allowed: hosts.map(\.key))
+        var out: [SecretHeader] = []
+        for host in hosts {
+            let hostPath = "http.headers.\(host.key)"
+            if host.key.isEmpty || host.key.contains("/") || host.key.contains(":") || host.key.contains(where: \.isWhitespace) {
+                issue(host.keyNode, hostPath, "expected a host name such as api.example.com (no scheme, port or path)")
+                continue
+            }
+            guard case .mapping = host.value.value else {
+                issue(host.value, hostPath, "expected a mapping of header names to {env: VARIABLE}")
+                continue
+            }
+            guard let headers = mapping(host.value, path: hostPath) else { continue }
+            checkKeys(headers, path: hostPath, allowed: headers.map(\.key))
+            for header in headers {
+                let headerPath = join(hostPath, header.key)
+                let validName = !header.key.isEmpty && header.key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }
+                if !validName {
+                    issue(header.keyNode, headerPath, "is not a header name (letters, digits, '-')")
+                    continue
+                }
+                guard case .mapping = header.value.value, let source = mapping(header.value, path: headerPath) else {
+                    issue(header.value, headerPath, "a header's value is never written in the job file: write {env: VARIABLE} "
+                          + "and set VARIABLE in the environment of the run (the value is never printed or logged)")
+                    continue
+                }
+                checkKeys(source, path: headerPath, allowed: ["env", "prefix"])
+                guard let variable = string(source, "env", path: headerPath, required: true) else { continue }
+                let prefix = string(source, "prefix", path: headerPath) ?? ""
+                guard let secret = environment[variable], !secret.isEmpty else {
+                    issue(value(source, "env"), join(headerPath, "env"),
+                          "environment variable \(variable) is not set (or empty): the run would send no \(header.key) to \(host.key)")
+                    continue
+                }
+                if (prefix + secret).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                    issue(value(source, "env"), join(headerPath, "env"),
+                          "environment variable \(variable) holds a line break or NUL, which a header cannot carry")
+                    continue
+                }
+                out.append(SecretHeader(host: host.key, name: header.key, variable: variable, value: prefix + secret))
+            }
+        }
+        return out
     }
 
     mutating func sourceSpec(_ node: JobNode, path: String, registry: SourceRegistry) -> SourceSpec? {

@@ -23,6 +23,9 @@ public struct JobSpec: Sendable, Equatable {
     /// The pixel size store artwork URLs are rewritten to (`artworkSize:`),
     /// within what Apple Podcasts accepts; see ``ArtworkURL``.
     public var artworkSize: Int = ArtworkURL.defaultSize
+    /// Settings that came from the environment (`STORESYNC_…`) or `--set`
+    /// rather than the file, in the order they were applied.
+    public var overrides: [AppliedOverride] = []
 
     public init(
         name: String, file: String, storePath: String, outputDirectory: String,

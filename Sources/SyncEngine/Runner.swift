@@ -436,7 +436,10 @@ public struct Runner: Sendable {
         for scope in scopes where scope.sweeps {
             do {
                 let removal = try store.sweepScope(runID: run.id, source: source.name, scope: scope.id, removal: source.removal)
-                if let warning = removal.guardWarning {
+                if var warning = removal.guardWarning {
+                    // The suggested command names this job's file.
+                    warning = warning.replacingOccurrences(of: "storesync run \(SQLiteSnapshotStore.jobPlaceholder) ",
+                                                           with: "storesync run \(Self.shellWord(job.file)) ")
                     result.warnings.append(warning)
                     logger.warning("\(warning)")
                 }

@@ -79,6 +79,8 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Start over with a new store where one with history is missing or empty (refused otherwise); refused on a store that holds history.")
     var newStore = false
 
+    @OptionGroup var overrides: JobOverrideOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -90,7 +92,7 @@ struct Run: AsyncParsableCommand {
         logging.bootstrap()
         let logger = Logger(label: "storesync")
         do {
-            let spec = try Wiring.load(job)
+            let spec = try Wiring.load(job, sets: overrides.sets)
             var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore)
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
@@ -195,13 +197,15 @@ struct Export: AsyncParsableCommand {
     @Argument(help: "The job file.")
     var job: String
 
+    @OptionGroup var overrides: JobOverrideOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         logging.bootstrap()
         var lintFailed = false
         do {
-            let spec = try Wiring.load(job)
+            let spec = try Wiring.load(job, sets: overrides.sets)
             let files = try Reexport.run(job: spec, logger: Logger(label: "storesync"))
             let lint = Reexport.lintLines(files, outputDirectory: spec.outputDirectory)
             // -q: only what needs a look (the lint's warnings, on stderr).
@@ -231,12 +235,17 @@ struct Validate: AsyncParsableCommand {
     @Argument(help: "The job file to check.")
     var job: String
 
+    @OptionGroup var overrides: JobOverrideOptions
+
     func run() async throws {
         do {
-            let spec = try Wiring.load(job)
+            let spec = try Wiring.load(job, sets: overrides.sets)
             print("\(job): valid — job '\(spec.name)', \(spec.sources.count) source(s), \(spec.exports.count) export(s); "
                   + "store \(spec.storePath), output \(spec.outputDirectory)"
                   + (spec.simulator == nil ? "" : "; runs the embedded simulator"))
+            // What did not come from the file, and the secrets by variable name only.
+            for override in spec.overrides { print("  override: \(override)") }
+            for header in spec.http.headers { print("  header: \(header)") }
         } catch {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)

@@ -181,11 +181,15 @@ import TestSupport
         #expect(uninterrupted.warnings.count == 3, "\(uninterrupted.warnings)")
         #expect(uninterrupted.warnings.allSatisfy { $0.contains("nothing was removed") })
 
+        // The twins live in different folders, and the guard's suggested command names each one's job file.
+        func same(_ warnings: [String], in job: FilesJob) -> [String] {
+            warnings.map { $0.replacingOccurrences(of: job.directory.path, with: "DIR") }
+        }
         await #expect(throws: StoreSyncError.self) { try await killed.run(stopAt: .afterRemovalPasses) }
         let resumed = try await killed.run()
         #expect(resumed.resumed)
         #expect(resumed.runID == uninterrupted.runID)
-        #expect(resumed.warnings == uninterrupted.warnings)
+        #expect(same(resumed.warnings, in: killed) == same(uninterrupted.warnings, in: reference))
         #expect(resumed.outcome == uninterrupted.outcome)
         #expect(resumed.outcome.exitCode == 2)
         #expect(resumed.recordRowsWritten == uninterrupted.recordRowsWritten)
@@ -193,7 +197,7 @@ import TestSupport
         for job in [reference, killed] {
             let stored = try #require(try SQLiteSnapshotStore(path: job.storePath, readOnly: true).run(resumed.runID))
             #expect(stored.status == .partial)
-            #expect(stored.totals.warnings == uninterrupted.warnings)
+            #expect(same(stored.totals.warnings, in: job) == same(uninterrupted.warnings, in: reference))
         }
         let report = { (job: FilesJob) throws -> String in
             try String(contentsOf: job.directory.appendingPathComponent("out/report.json"), encoding: .utf8)
@@ -201,7 +205,7 @@ import TestSupport
         #expect(try report(killed).contains("would be removed, above maxRemovalRatio"))
         // The night after reports its own guard again (the misses were not counted twice).
         let next = try await killed.run(), nextReference = try await reference.run()
-        #expect(next.warnings == nextReference.warnings)
+        #expect(same(next.warnings, in: killed) == same(nextReference.warnings, in: reference))
         #expect(next.outcome == nextReference.outcome)
     }
 }
