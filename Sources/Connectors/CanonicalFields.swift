@@ -59,6 +59,11 @@ struct CanonicalFields {
     }
 
     /// 1 or 0 from the first member that reads as explicit or not (see ``CanonicalValue/explicit(_:)``).
+    /// Text in a vocabulary that is lower case (`full`, `episodic`), however the source capitalised it.
+    mutating func lowercased(_ name: String, from names: String...) {
+        set(name, first(names)?.stringValue.map { .string($0.lowercased()) })
+    }
+
     mutating func explicit(_ name: String, from names: String...) {
         for member in names {
             if let value = wire[member].flatMap(CanonicalValue.explicit) {

@@ -125,16 +125,20 @@ struct ItemEnricher {
         return item
     }
 
+    /// Where an item's genre and storefront are: an episode's podcast, else the item itself.
+    private func catalogFields(of candidate: FeedExport.Candidate) -> JSONValue {
+        kind == .episodesNew ? (podcast(of: candidate) ?? candidate.fields) : candidate.fields
+    }
+
     /// The item's Apple category, from its own genre or its podcast's.
     func category(of candidate: FeedExport.Candidate) -> [String]? {
-        let fields = kind == .episodesNew ? (podcast(of: candidate) ?? candidate.fields) : candidate.fields
+        let fields = catalogFields(of: candidate)
         return directory.applePath(genreID: FeedExport.text(fields["genre_id"]), name: FeedExport.text(fields["genre"]))
     }
 
     /// The storefront the item was listed in (ISO 3166, as the source gave it).
     func country(of candidate: FeedExport.Candidate) -> String? {
-        let fields = kind == .episodesNew ? (podcast(of: candidate) ?? candidate.fields) : candidate.fields
-        return FeedExport.text(fields["country"])
+        FeedExport.text(catalogFields(of: candidate)["country"])
     }
 
     /// The distinct values, most common first (ties in value order).

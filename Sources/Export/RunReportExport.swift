@@ -95,7 +95,7 @@ package enum RunReportExport {
             }),
             // What the podcast feed lint found in this run's feeds (Apple's requirements and recommendations).
             "feedLint": .array(context.lint.map { entry in
-                .object(["file": .string(relative(entry.file, to: context.outputDirectory)), "severity": .string(entry.finding.severity),
+                .object(["file": .string(SnapshotExporter.relativePath(entry.file, in: context.outputDirectory)), "severity": .string(entry.finding.severity),
                          "rule": .string(entry.finding.rule), "place": .string(entry.finding.place),
                          "message": .string(entry.finding.message)])
             }),
@@ -168,12 +168,6 @@ package enum RunReportExport {
 
     static func number(_ value: Double) -> String {
         value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.6f", value)
-    }
-
-    /// `path` relative to the output folder, as reports name files.
-    static func relative(_ path: String, to directory: String) -> String {
-        let base = URL(fileURLWithPath: directory).standardizedFileURL.path + "/"
-        return path.hasPrefix(base) ? String(path.dropFirst(base.count)) : path
     }
 }
 

@@ -138,6 +138,14 @@ package enum SnapshotExporter {
         return files
     }
 
+    /// `path` relative to the output folder, as reports and logs name files
+    /// (unchanged when it is outside it).
+    package static func relativePath(_ path: String, in outputDirectory: String) -> String {
+        let base = URL(fileURLWithPath: outputDirectory).standardizedFileURL.path + "/"
+        let standardized = URL(fileURLWithPath: path).standardizedFileURL.path
+        return standardized.hasPrefix(base) ? String(standardized.dropFirst(base.count)) : standardized
+    }
+
     static func fileSize(_ url: URL) -> Int64 {
         ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size]) as? NSNumber)?.int64Value ?? 0
     }
@@ -169,7 +177,7 @@ enum StaleFiles {
             let template = spec.target
             let variables = PathTemplate.variables(in: template)
             guard !variables.isDisjoint(with: ["genre", "country"]), !variables.contains("date") else { continue }
-            let now = Set(written.filter { $0.template == template }.map { relative($0.path, to: root) })
+            let now = Set(written.filter { $0.template == template }.map { SnapshotExporter.relativePath($0.path, in: root.path) })
             let before = Set(manifest[template]?.arrayValue?.compactMap(\.stringValue) ?? [])
             for path in before.subtracting(now).sorted() {
                 let url = root.appendingPathComponent(path).standardizedFileURL
@@ -186,11 +194,5 @@ enum StaleFiles {
         }
         if changed { try? AtomicFile.write(CanonicalJSON.encode(.object(manifest)), to: manifestURL) }
         return removed
-    }
-
-    static func relative(_ path: String, to root: URL) -> String {
-        let standardized = URL(fileURLWithPath: path).standardizedFileURL.path
-        let base = root.path + "/"
-        return standardized.hasPrefix(base) ? String(standardized.dropFirst(base.count)) : standardized
     }
 }

@@ -291,19 +291,20 @@ package struct ArtworkMirrorSync: Sendable {
         return held
     }
 
-    /// The pixel size of each mirror URL in `held` (original → mirror URL), read
-    /// from the file's own header: what the feed lint checks Apple's size rule on.
+    /// The pixel size of each mirror URL in `held` (original → mirror URL), as
+    /// the manifest recorded it from the file's own header when it was stored:
+    /// what the feed lint checks Apple's size rule on.
     package static func headerSizes(of held: [String: String], spec: ArtworkExportSpec,
                                     outputDirectory: String) -> @Sendable (String) -> (width: Int, height: Int)? {
         let directory = URL(fileURLWithPath: outputDirectory).appendingPathComponent(spec.directory)
+        guard !held.isEmpty,
+              let data = FileManager.default.contents(atPath: directory.appendingPathComponent(ArtworkMirror.manifestName).path),
+              let manifest = try? JSONDecoder().decode(ArtworkManifest.self, from: data) else { return { _ in nil } }
         var sizes: [String: (width: Int, height: Int)] = [:]
         for (original, mirrored) in held {
-            let file = directory.appendingPathComponent(ArtworkMirror.fileName(for: original))
-            // A header is within the first few kilobytes; the image data is not needed.
-            guard let handle = try? FileHandle(forReadingFrom: file) else { continue }
-            let head = (try? handle.read(upToCount: 64 << 10)) ?? Data()
-            try? handle.close()
-            if let info = ImageInfo.read(Array(head)) { sizes[mirrored] = (info.width, info.height) }
+            guard let entry = manifest.entries[ArtworkMirror.fileName(for: original)], entry.url == original,
+                  let width = entry.width, let height = entry.height else { continue }
+            sizes[mirrored] = (width, height)
         }
         let known = sizes
         return { known[$0] }

@@ -284,9 +284,8 @@ public struct Runner: Sendable {
     /// warnings, recommendations as notes, a few per file and a count after.
     static func lintReport(_ files: [ExportedFile], outputDirectory: String) -> (warnings: [String], notices: [String]) {
         var warnings: [String] = [], notices: [String] = []
-        let base = URL(fileURLWithPath: outputDirectory).standardizedFileURL.path + "/"
         for file in files where !file.lint.isEmpty || file.withheld {
-            let name = file.path.hasPrefix(base) ? String(file.path.dropFirst(base.count)) : file.path
+            let name = SnapshotExporter.relativePath(file.path, in: outputDirectory)
             let required = file.lint.filter(\.isRequirement), recommended = file.lint.filter { !$0.isRequirement }
             func lines(_ findings: [FeedLint]) -> [String] {
                 let shown = findings.prefix(3).map { "feed lint: \(name): \($0)" }

@@ -455,7 +455,7 @@ extension PodcastFeedSettings {
         c.integer("episode_number", from: "itunesEpisode")
         c.integer("season", from: "itunesSeason")
         // Feeds write `Full` as often as `full`: the vocabulary is lower case.
-        c.set("episode_type", c.first(["itunesEpisodeType"])?.stringValue.map { .string($0.lowercased()) })
+        c.lowercased("episode_type", from: "itunesEpisodeType")
         c.explicit("explicit", from: "itunesExplicit")
         c.text("image_url", from: "itunesImage")
         if case .array(let enclosures)? = wire["enclosures"] {
@@ -485,7 +485,7 @@ extension PodcastFeedSettings {
         c.text("owner_email", from: "itunesOwnerEmail")
         c.text("copyright", from: "copyright")
         // Apple's vocabulary is lower case; feeds write `Episodic` too.
-        c.set("podcast_type", c.first(["itunesType"])?.stringValue.map { .string($0.lowercased()) })
+        c.lowercased("podcast_type", from: "itunesType")
         if case .array(let categories)? = wire["itunesCategories"] {
             c.set("categories", CanonicalValue.jsonArrayText(categories))
         }
