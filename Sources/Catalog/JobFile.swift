@@ -108,6 +108,13 @@ public struct SettingsReader: Sendable {
         }
     }
 
+    /// "unknown media 'podcasst' (did you mean 'podcast'?); one of …": the
+    /// message for a word outside a fixed set, with the nearest as a hint.
+    public static func unknown(_ what: String, _ word: String, among candidates: [String], listedAs list: String = "one of") -> String {
+        let hint = suggestion(for: word, among: candidates).map { " (did you mean '\($0)'?)" } ?? ""
+        return "unknown \(what) '\(word)'\(hint); \(list) \(candidates.joined(separator: ", "))"
+    }
+
     /// The closest of `candidates` to a mistyped `word`, if one is close enough to be what was meant.
     public static func suggestion(for word: String, among candidates: [String]) -> String? {
         candidates.min { distance($0, word) < distance($1, word) }.flatMap { distance($0, word) <= 3 ? $0 : nil }
@@ -218,8 +225,7 @@ public struct SettingsReader: Sendable {
                                                                    what: String) -> T? where T.RawValue == String {
         guard let text = string(fields, key, path: path) else { return nil }
         guard let value = T(rawValue: text) else {
-            issue(value(fields, key), join(path, key),
-                  "unknown \(what) '\(text)'; one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+            issue(value(fields, key), join(path, key), Self.unknown(what, text, among: T.allCases.map(\.rawValue)))
             return nil
         }
         return value
@@ -240,8 +246,7 @@ public struct SettingsReader: Sendable {
         var out: [EntityKind] = []
         for text in texts {
             if let kind = EntityKind(rawValue: text) { out.append(kind) } else {
-                issue(value(fields, key), join(path, key),
-                      "unknown entity '\(text)'; one of \(EntityKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                issue(value(fields, key), join(path, key), Self.unknown("entity", text, among: EntityKind.allCases.map(\.rawValue)))
             }
         }
         return out

@@ -305,11 +305,29 @@ extension SettingsReader {
     mutating func sourceSpec(_ node: JobNode, path: String, registry: SourceRegistry) -> SourceSpec? {
         guard let fields = mapping(node, path: path) else { return nil }
         let name = string(fields, "name", path: path, required: true)
-        guard let kindName = string(fields, "kind", path: path, required: true) else { return nil }
-        guard let kind = registry.kind(named: kindName) else {
-            let hint = Self.suggestion(for: kindName, among: registry.names).map { " (did you mean '\($0)'?)" } ?? ""
-            issue(value(fields, "kind"), join(path, "kind"),
-                  "unknown source kind '\(kindName)'\(hint); known kinds: \(registry.names.joined(separator: ", "))")
+        let kindName = string(fields, "kind", path: path, required: true)
+        guard let kindName, let kind = registry.kind(named: kindName) else {
+            // The rest of the source is still checked, so one run of validate
+            // lists every problem: as the kind it most likely meant, or else
+            // against the keys any kind takes.
+            var meant: (any SourceKind.Type)?
+            if let kindName, let suggested = Self.suggestion(for: kindName, among: registry.names) {
+                meant = registry.kind(named: suggested)
+            }
+            if let kindName {
+                issue(value(fields, "kind"), join(path, "kind"),
+                      Self.unknown("source kind", kindName, among: registry.names, listedAs: "known kinds:"))
+            }
+            if let meant {
+                checkKeys(fields, path: path, allowed: ["name", "kind", "baseURL", "removal"] + meant.settingKeys)
+                _ = meant.read(fields, path: path, reader: &self)
+            } else {
+                var anyKind = Set<String>()
+                for name in registry.names {
+                    if let kind = registry.kind(named: name) { anyKind.formUnion(kind.settingKeys) }
+                }
+                checkKeys(fields, path: path, allowed: ["name", "kind", "baseURL", "removal"] + anyKind.sorted())
+            }
             return nil
         }
         checkKeys(fields, path: path, allowed: ["name", "kind", "baseURL", "removal"] + kind.settingKeys)
@@ -438,8 +456,7 @@ extension SettingsReader {
                                                     "copyright", "explicit", "type", "categories", "strict", "archive"])
             guard let feedName = string(fields, "feed", path: path, required: true) else { return nil }
             guard let feedKind = FeedKind(rawValue: feedName) else {
-                issue(value(fields, "feed"), join(path, "feed"),
-                      "unknown feed '\(feedName)'; one of \(FeedKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                issue(value(fields, "feed"), join(path, "feed"), Self.unknown("feed", feedName, among: FeedKind.allCases.map(\.rawValue)))
                 return nil
             }
             // Per-genre and per-country files only make sense for catalog feeds.
@@ -496,7 +513,7 @@ extension SettingsReader {
             guard let directory, let budget, !directory.split(separator: "/").filter({ $0 != "." }).isEmpty else { return nil }
             return .artwork(ArtworkExportSpec(directory: directory, budgetMB: budget, artworkBaseURL: baseURL))
         default:
-            issue(value(fields, "kind"), join(path, "kind"), "unknown export kind '\(kind)'; one of \(Self.exportKinds.joined(separator: ", "))")
+            issue(value(fields, "kind"), join(path, "kind"), Self.unknown("export kind", kind, among: Self.exportKinds))
             return nil
         }
     }

@@ -11,18 +11,8 @@ import Darwin
 /// place on a terminal; plain lines (a source's start and end, and a line at
 /// most every `plainInterval` seconds) when cron or a pipe reads it.
 final class ProgressDisplay: Sendable {
-    struct SourceState {
-        var name = ""
-        var scopesTotal = 0
-        var scopesDone = 0
-        var pages = 0
-        var unchangedPages = 0
-        var records = 0
-        var started = Date()
-    }
-
     private struct State {
-        var current = SourceState()
+        var current = SourceProgress(name: "", scopesTotal: 0, started: Date())
         var lastDraw = Date.distantPast
         var drawn = false
     }
@@ -44,7 +34,7 @@ final class ProgressDisplay: Sendable {
                     state.current.scopesTotal += scopes  // follow-up scopes (details) join the source's total
                     return nil
                 }
-                state.current = SourceState(name: source, scopesTotal: scopes, started: now)
+                state.current = SourceProgress(name: source, scopesTotal: scopes, started: now)
                 state.lastDraw = now
                 return terminal ? nil : "\(source): crawling \(scopes) scope(s)\n"
             case .page(_, _, _, let records, let unread):
@@ -54,7 +44,8 @@ final class ProgressDisplay: Sendable {
             case .scopeFinished:
                 state.current.scopesDone += 1
             case .sourceFinished:
-                let line = Self.line(state.current, now: now, width: nil)
+                // A finished line stays on screen, so it may wrap: it is never redrawn.
+                let line = ProgressLine.render(state.current, now: now, columns: nil)
                 state.drawn = false
                 return terminal ? "\r\u{1B}[2K" + line + "\n" : line + "\n"
             case .exporting:
@@ -65,39 +56,20 @@ final class ProgressDisplay: Sendable {
             state.lastDraw = now
             if terminal {
                 state.drawn = true
-                return "\r\u{1B}[2K" + Self.line(state.current, now: now, width: 24)
+                // Asked at every draw: a resized window (SIGWINCH) is followed at the next redraw.
+                return "\r\u{1B}[2K" + ProgressLine.render(state.current, now: now, columns: Self.terminalColumns())
             }
-            return Self.line(state.current, now: now, width: nil) + "\n"
+            return ProgressLine.render(state.current, now: now, columns: nil) + "\n"
         }
         if let output { FileHandle.standardError.write(Data(output.utf8)) }
     }
 
-    /// `podcasts [#####·····] 3/8 scopes · 12 pages (4 unchanged) · 2,400 records · 6.1 pages/s · ETA 0:04`
-    static func line(_ s: SourceState, now: Date, width: Int?) -> String {
-        let elapsed = max(now.timeIntervalSince(s.started), 0.001)
-        var parts: [String] = []
-        var head = s.name
-        if let width, s.scopesTotal > 0 {
-            let filled = min(width, width * s.scopesDone / s.scopesTotal)
-            head += " [" + String(repeating: "#", count: filled) + String(repeating: "·", count: width - filled) + "]"
-        }
-        parts.append(head + " \(s.scopesDone)/\(s.scopesTotal) scopes")
-        parts.append("\(s.pages) pages" + (s.unchangedPages > 0 ? " (\(s.unchangedPages) unchanged)" : ""))
-        parts.append("\(s.records) records")
-        parts.append(String(format: "%.1f pages/s", Double(s.pages) / elapsed))
-        if s.scopesDone > 0, s.scopesDone < s.scopesTotal {
-            let remaining = elapsed / Double(s.scopesDone) * Double(s.scopesTotal - s.scopesDone)
-            parts.append("ETA " + clock(remaining))
-        } else if s.scopesDone == s.scopesTotal {
-            parts.append("done in " + clock(elapsed))
-        }
-        return parts.joined(separator: " · ")
-    }
-
-    static func clock(_ seconds: Double) -> String {
-        let total = Int(seconds.rounded())
-        return total >= 3600
-            ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
-            : String(format: "%d:%02d", total / 60, total % 60)
+    /// The width of the terminal standard error is drawn on; `COLUMNS`, then
+    /// 80, when the terminal does not say.
+    static func terminalColumns() -> Int {
+        var size = winsize()
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let text = ProcessInfo.processInfo.environment["COLUMNS"], let columns = Int(text), columns > 0 { return columns }
+        return 80
     }
 }

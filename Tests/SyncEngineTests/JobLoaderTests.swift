@@ -114,6 +114,53 @@ import TestSupport
         #expect(found.allSatisfy { $0.description.hasPrefix("job.yml:") })
     }
 
+    @Test func aMistypedKindIsSuggestedAndTheSourceIsStillCheckedAsTheKindMeant() {
+        let found = issues("""
+            name: x
+            store: s.sqlite
+            output: out
+            sources:
+              - name: one
+                kind: itunes-serach
+                term: jazz
+                media: podcasst
+              - name: two
+                kind: marketplace
+                pageSize: 0
+              - name: three
+                limitt: 3
+            """)
+        let byKey = Dictionary(grouping: found, by: \.keyPath)
+        #expect(byKey["sources[0].kind"]?.first?.message.contains("did you mean 'itunes-search'") == true)
+        // Before, the unknown kind hid these: each would cost another round of validate.
+        #expect(byKey["sources[0].term"]?.first?.line == 7)
+        #expect(byKey["sources[0].term"]?.first?.message.contains("did you mean 'terms'") == true)
+        #expect(byKey["sources[0].media"]?.first?.message.contains("did you mean 'podcast'") == true)
+        #expect(byKey["sources[0].media"]?.first?.line == 8)
+        // The next source's problem stays with that source and its own line.
+        #expect(byKey["sources[1].pageSize"]?.first?.line == 11)
+        #expect(byKey["sources[1].pageSize"]?.first?.message.contains("itemsPerPage") == true)
+        // No kind at all: keys no kind takes are still named.
+        #expect(byKey["sources[2].kind"]?.first?.message == "is required")
+        #expect(byKey["sources[2].limitt"]?.first?.line == 13)
+        #expect(found.allSatisfy { !$0.keyPath.hasPrefix("sources[1].") || $0.keyPath == "sources[1].pageSize" })
+    }
+
+    @Test func unknownWordsInAFixedSetGetTheNearestAsAHint() {
+        let found = issues("""
+            name: x
+            store: s.sqlite
+            output: out
+            sources: [{name: m, kind: marketplace}]
+            exports:
+              - kind: feeed
+              - {kind: feed, feed: podcast-new, rss: a.xml}
+            """)
+        let messages = found.map(\.message)
+        #expect(messages.contains { $0.hasPrefix("unknown export kind 'feeed' (did you mean 'feed'?)") })
+        #expect(messages.contains { $0.hasPrefix("unknown feed 'podcast-new' (did you mean 'podcasts-new'?)") })
+    }
+
     @Test func yamlSyntaxErrorsCarryTheirPosition() {
         let found = issues("name: x\nsources: [a, b\nstore: y\n")
         #expect(found.count == 1)

@@ -38,7 +38,7 @@ extension ITunesSearchSettings: SourceKind {
         if let media = reader.string(fields, "media", path: path) {
             if Self.media.contains(media) { search.media = media } else {
                 reader.issue(reader.value(fields, "media"), reader.join(path, "media"),
-                             "unknown media '\(media)'; one of \(Self.media.joined(separator: ", "))")
+                             SettingsReader.unknown("media", media, among: Self.media))
             }
         }
         search.entity = reader.string(fields, "entity", path: path)
