@@ -61,7 +61,7 @@ struct Run: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The job file, e.g. jobs/demo.yml.")
+    @Argument(help: "The job file, e.g. jobs/demo.yml.", completion: .file(extensions: ["yml", "yaml"]))
     var job: String
 
     @Option(help: "Crawl this simulated night instead of the next one (jobs with a simulator only).")
@@ -126,7 +126,7 @@ struct Status: AsyncParsableCommand {
         discussion: "Reads the store only; safe while a run is going on."
     )
 
-    @Argument(help: "The job file.")
+    @Argument(help: "The job file.", completion: .file(extensions: ["yml", "yaml"]))
     var job: String
 
     @Option(help: "How many runs to show.")
@@ -157,7 +157,7 @@ struct Changes: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The job file.")
+    @Argument(help: "The job file.", completion: .file(extensions: ["yml", "yaml"]))
     var job: String
 
     @Option(name: .customLong("run"), help: "The run whose changes to list (`storesync status` shows the ids); default the last finished run.")
@@ -194,7 +194,7 @@ struct Export: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The job file.")
+    @Argument(help: "The job file.", completion: .file(extensions: ["yml", "yaml"]))
     var job: String
 
     @OptionGroup var overrides: JobOverrideOptions
@@ -232,7 +232,7 @@ struct Validate: AsyncParsableCommand {
         discussion: "Exits 0 when the job is valid, 64 otherwise. Nothing is crawled or written."
     )
 
-    @Argument(help: "The job file to check.")
+    @Argument(help: "The job file to check.", completion: .file(extensions: ["yml", "yaml"]))
     var job: String
 
     @OptionGroup var overrides: JobOverrideOptions

@@ -162,6 +162,55 @@ import TestSupport
     }
 
     /// `storesync ARGUMENTS…` to completion, its output kept in the job's `logs/`.
+    @Test(.timeLimit(.minutes(1)), arguments: ["bash", "zsh", "fish"])
+    func completionScriptsKnowEveryCommandAndOption(shell: String) async throws {
+        let job = try KillTestJob(label: "cli-completion-\(shell)", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        let result = try await cli(job, ["--generate-completion-script", shell])
+        #expect(result.termination == .exited(0), "\(result)")
+        for word in ["run", "status", "changes", "export", "validate", "new-store", "dry-run"] {
+            #expect(result.stdout.contains(word), "\(shell) completion lacks \(word)")
+        }
+        if shell == "bash" {
+            // A script bash cannot parse would break every shell that sources it.
+            let script = job.directory.appendingPathComponent("storesync.bash")
+            try result.stdout.write(to: script, atomically: true, encoding: .utf8)
+            let check = try ChildProcess("/bin/bash", ["-n", script.path], stdout: "/dev/null", stderr: "/dev/null")
+            #expect(await check.wait() == .exited(0))
+            #expect(result.stdout.contains("yml"), "job files complete as .yml/.yaml files")
+        }
+    }
+
+    /// docs/storesync.1 is generated (README: "Shell completion and the man
+    /// page"); this fails when an option is added and the page is not.
+    @Test(.timeLimit(.minutes(1)))
+    func theManPageDocumentsEveryCommandAndOption() async throws {
+        let job = try KillTestJob(label: "cli-manual", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        let dump = try await cli(job, ["--experimental-dump-help"])
+        #expect(dump.termination == .exited(0))
+        let page = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("docs/storesync.1"), encoding: .utf8)
+        guard case .object(let root)? = try? JSONParser.parse(dump.stdout), case .object(let command)? = root["command"],
+              case .array(let subcommands)? = command["subcommands"] else {
+            Issue.record("no command tree in --experimental-dump-help")
+            return
+        }
+        var missing: [String] = []
+        for case .object(let sub) in subcommands {
+            guard let name = sub["commandName"]?.stringValue, name != "help",
+                  sub["shouldDisplay"] != .bool(false) else { continue }
+            if !page.contains(".It Em \(name)") { missing.append(name) }
+            for case .object(let argument) in sub["arguments"]?.arrayValue ?? [] where argument["shouldDisplay"] != .bool(false) {
+                for case .object(let label) in argument["names"]?.arrayValue ?? [] where label["kind"]?.stringValue == "long" {
+                    let flag = label["name"]?.stringValue ?? ""
+                    // mdoc writes `--night` as `Fl -night`, a second name as `Fl v , -verbose`.
+                    if !page.contains("Fl -\(flag)") && !page.contains(", -\(flag)") { missing.append("\(name) --\(flag)") }
+                }
+            }
+        }
+        #expect(missing.isEmpty, "docs/storesync.1 is out of date (regenerate it as README says): \(missing)")
+    }
+
     func cli(_ job: KillTestJob, _ arguments: [String]) async throws -> RunResult {
         let logs = job.directory.appendingPathComponent("logs")
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
