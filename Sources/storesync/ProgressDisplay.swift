@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import SyncEngine
 #if canImport(Glibc)
@@ -23,6 +24,23 @@ final class ProgressDisplay: Sendable {
 
     init(terminal: Bool = isatty(STDERR_FILENO) == 1) {
         self.terminal = terminal
+    }
+
+    /// The display on screen, if any: log lines clear its line first.
+    static let active = Mutex<ProgressDisplay?>(nil)
+
+    /// Runs `write` (a log line to standard error) with the bar taken off
+    /// the screen first, so the line does not start after a half-drawn bar;
+    /// the next crawl event draws the bar again under it.
+    func interrupt(_ write: () -> Void) {
+        state.withLock { state in
+            if terminal && state.drawn {
+                FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+                state.drawn = false
+                state.lastDraw = .distantPast
+            }
+            write()
+        }
     }
 
     func handle(_ event: RunProgress) {
@@ -71,5 +89,31 @@ final class ProgressDisplay: Sendable {
         if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
         if let text = ProcessInfo.processInfo.environment["COLUMNS"], let columns = Int(text), columns > 0 { return columns }
         return 80
+    }
+}
+
+/// Forwards to another handler, taking the progress bar off the screen
+/// around each line (see `ProgressDisplay.interrupt`).
+struct ProgressAwareLogHandler<Wrapped: LogHandler>: LogHandler {
+    var wrapped: Wrapped
+
+    var logLevel: Logger.Level {
+        get { wrapped.logLevel }
+        set { wrapped.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { wrapped.metadata }
+        set { wrapped.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { wrapped[metadataKey: key] }
+        set { wrapped[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        guard let display = ProgressDisplay.active.withLock({ $0 }) else { return wrapped.log(event: event) }
+        display.interrupt { wrapped.log(event: event) }
     }
 }

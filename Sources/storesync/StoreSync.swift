@@ -42,7 +42,7 @@ struct LoggingOptions: ParsableArguments {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            return ProgressAwareLogHandler(wrapped: handler)
         }
     }
 }
@@ -96,6 +96,7 @@ struct Run: AsyncParsableCommand {
             var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore)
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
+                ProgressDisplay.active.withLock { $0 = display }
                 options.progress = { event in display.handle(event) }
             }
             let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).run(options)
