@@ -39,6 +39,8 @@ package enum CanonicalJSON {
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .int(let i): out.append(contentsOf: String(i).utf8)
         case .double(let d): out.append(contentsOf: Array(numberText(d).utf8))
+        // Valid JSON as it came (the parser checked its grammar), so it round-trips exactly.
+        case .number(let text): out.append(contentsOf: Array(text.utf8))
         case .string(let s): writeString(s, into: &out)
         case .array(let elements):
             out.append(UInt8(ascii: "["))

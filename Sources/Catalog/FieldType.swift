@@ -15,6 +15,7 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable {
         case .null: nil
         case .int, .bool: .integer
         case .double: .real
+        case .number(let text): text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? .real : .integer
         case .string(let text): isISO8601Date(text) ? .date : .text
         case .array, .object: .text
         }

@@ -364,11 +364,12 @@ package enum JSONParser {
                 if index == expStart { throw error("invalid number: digits expected in exponent") }
             }
             let text = String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self)
-            if isInteger, let i = Int64(text) { return .int(i) }
-            guard let d = Double(text), d.isFinite else {
-                index = start
-                throw error("number out of range")
+            if isInteger {
+                if let i = Int64(text) { return .int(i) }
+                // Beyond Int64 a Double would round it: an id must stay exact.
+                return .number(text)
             }
+            guard let d = Double(text), d.isFinite else { return .number(text) }
             return .double(d)
         }
     }

@@ -7,6 +7,10 @@ public enum JSONValue: Sendable, Equatable, Hashable {
     case bool(Bool)
     case int(Int64)
     case double(Double)
+    /// A number neither `Int64` nor a finite `Double` holds exactly (an id
+    /// above 2^63, `1e400`, 5,000 digits), kept as the text the source wrote:
+    /// a page is never failed, nor an id rounded, for a value it can store.
+    case number(String)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
@@ -23,7 +27,28 @@ public enum JSONValue: Sendable, Equatable, Hashable {
         case .string(let s): return s
         case .int(let i): return String(i)
         case .double(let d): return CanonicalJSON.numberText(d)
+        case .number(let text): return text
         default: return nil
+        }
+    }
+
+    /// An identifier's exact decimal text: an integer of any size (`.number`
+    /// ids above 2^63 included), an integral double below 2^53, or a string of
+    /// digits. Nil for anything that is not a whole number.
+    public var integerText: String? {
+        switch self {
+        case .number(let text):
+            let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+            return !digits.isEmpty && digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) ? text : nil
+        case .string(let s):
+            if let i = Int64(s.trimmingSpaces) { return String(i) }
+            let trimmed = s.trimmingSpaces
+            guard !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            // Leading zeros go, as Int64 parsing drops them for shorter ids.
+            let significant = trimmed.drop { $0 == "0" }
+            return significant.isEmpty ? "0" : String(significant)
+        default:
+            return intValue.map { String($0) }
         }
     }
 
@@ -44,6 +69,7 @@ public enum JSONValue: Sendable, Equatable, Hashable {
         switch self {
         case .int(let i): return Double(i)
         case .double(let d): return d
+        case .number(let text): return Double(text).flatMap { $0.isFinite ? $0 : nil }
         case .string(let s): return Double(s.trimmingSpaces)
         default: return nil
         }

@@ -96,6 +96,7 @@ package enum CSVExport {
         case .string(let s)?: return .text(s)
         case .int(let i)?: return .integer(i)
         case .double(let d)?: return .real(d)
+        case .number(let text)?: return .text(text)
         case .null?: return .null
         default: return .text(json)
         }

@@ -93,7 +93,7 @@ func jsonKind(_ value: JSONValue) -> String {
     switch value {
     case .null: "null"
     case .bool: "bool"
-    case .int, .double: "number"
+    case .int, .double, .number: "number"
     case .string: "string"
     case .array: "array"
     case .object: "object"

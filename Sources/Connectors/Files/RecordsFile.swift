@@ -299,6 +299,7 @@ package enum RecordsFile {
         case .string(let s)? where !s.isEmpty: s
         case .int(let i)?: String(i)
         case .double(let d)? where d.isFinite: CanonicalJSON.numberText(d)
+        case .number(let text)?: text
         default: nil
         }
     }
@@ -401,16 +402,7 @@ enum JSONLinesDecoder {
         }.get()
     }
 
-    static func kind(of value: JSONValue) -> String {
-        switch value {
-        case .array: "an array"
-        case .string: "a string"
-        case .int, .double: "a number"
-        case .bool: "a boolean"
-        case .null: "null"
-        case .object: "an object"
-        }
-    }
+    static func kind(of value: JSONValue) -> String { jsonTypeName(value) }
 }
 
 // MARK: - Decoding on every core

@@ -189,7 +189,7 @@ func jsonTypeName(_ value: JSONValue) -> String {
     switch value {
     case .null: "null"
     case .bool: "a boolean"
-    case .int, .double: "a number"
+    case .int, .double, .number: "a number"
     case .string: "a string"
     case .array: "an array"
     case .object: "an object"

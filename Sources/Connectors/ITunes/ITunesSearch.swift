@@ -124,11 +124,11 @@ package enum ITunesSearch {
     static func record(fromRow row: JSONValue) -> Result<Record, RowError> {
         guard case .object(let fields) = row else { return .failure(.notAnObject) }
         let (entity, idField) = classify(wrapperType: fields["wrapperType"]?.stringValue, kind: fields["kind"]?.stringValue)
-        guard let id = fields[idField]?.intValue else { return .failure(.noIdentity(idField)) }
+        guard let id = fields[idField]?.integerText else { return .failure(.noIdentity(idField)) }
         guard case .object(let normalized) = Normalize.stripTrackingParameters(.object(fields)) else {
             return .failure(.notAnObject)
         }
-        return .success(Record(entity: entity, key: String(id), fields: normalized))
+        return .success(Record(entity: entity, key: id, fields: normalized))
     }
 
     static func classify(wrapperType: String?, kind: String?) -> (EntityKind, String) {

@@ -63,11 +63,11 @@ package enum MarketplaceDetail {
         guard case .object(let fields) = document else {
             throw .malformedPage(url: url, reason: "expected a product object")
         }
-        guard let served = fields["id"]?.intValue else {
+        guard let served = fields["id"]?.integerText else {
             throw .malformedPage(url: url, reason: "the product has no numeric 'id'")
         }
         // A detail under someone else's id would overwrite the wrong record.
-        guard String(served) == id else {
+        guard served == id else {
             throw .malformedPage(url: url, reason: "asked for product \(id), got product \(served)")
         }
         let record = Record(entity: .listingDetail, key: id, fields: normalize(fields))

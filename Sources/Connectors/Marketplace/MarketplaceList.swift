@@ -74,11 +74,11 @@ package enum MarketplaceList {
                 skipped.append("\(response.url.absoluteString) row \(position): not a JSON object")
                 continue
             }
-            guard let id = fields["id"]?.intValue else {
+            guard let id = fields["id"]?.integerText else {
                 skipped.append("\(response.url.absoluteString) row \(position): no product id")
                 continue
             }
-            records.append(Record(entity: .listing, key: String(id), fields: normalize(fields)))
+            records.append(Record(entity: .listing, key: id, fields: normalize(fields)))
         }
         var page = DecodedPage(items: records, rowCount: rows.count, hasNext: hasNext, skipped: skipped)
         page.lastPage = (document["last_page"] ?? document["lastPage"])?.intValue.flatMap { Int(exactly: $0) }
