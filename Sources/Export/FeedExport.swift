@@ -173,7 +173,9 @@ enum FeedExport {
 
     static func parse(_ payload: String) -> JSONValue? {
         payloadTally?.add()
-        return try? JSONParser.parse(Array(payload.utf8))
+        // Parsed in place: a copy of the bytes first would cost a large payload's size again.
+        var text = payload
+        return text.withUTF8 { try? JSONParser.parse($0) }
     }
 
     /// Candidates in feed order (stable: ties broken by key), all of them.

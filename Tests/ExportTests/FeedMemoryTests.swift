@@ -120,4 +120,28 @@ import TestSupport
         }
         #expect(feeds == expected)
     }
+
+    @Test func aLargePayloadIsProjectedInPlaceLikeTheOthers() async throws {
+        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("large.sqlite").path)
+        let run = try store.beginRun(job: "m", at: Self.started, simulated: true)
+        let big = String(repeating: "x", count: SQLiteSnapshotStore.largePayloadBytes + 10)
+        var records = (0..<3).map { Self.podcast($0) }
+        records[1] = Catalog.Record(entity: .podcast, key: "0001", fields: [
+            "name": .string("Podcast 1"), "description": .string(big), "explicit": .bool(true), "count": .int(7),
+        ])
+        _ = try await store.apply(PageInput(runID: run.id, source: "pods", scope: "s", page: 1, records: records))
+        try store.finishRun(run.id, status: .ok, message: nil, at: Self.started)
+        let columns = [ExportColumn("name", "name"), ExportColumn("description", "description"), ExportColumn("explicit", "explicit"),
+                       ExportColumn("count", "count"), ExportColumn("missing", "missing")]
+        var seen: [(key: String, values: [StoredValue], payloadBytes: Int)] = []
+        try store.forEachRecord(of: .podcast, columns: columns, order: .insertion) {
+            seen.append(($0.key, $0.values, $0.payload.utf8.count))
+        }
+        // In insertion order, the large one in its place, its members as json_extract gives them (true is 1).
+        #expect(seen.map(\.key) == ["0000", "0001", "0002"])
+        #expect(seen[1].values == [.text("Podcast 1"), .text(big), .integer(1), .integer(7), .null])
+        #expect(seen[1].payloadBytes > big.utf8.count)
+        #expect(seen[0].values == [.text("Podcast 0"), .null, .null, .null, .null])
+        #expect(seen[2].values == [.text("Podcast 2"), .null, .null, .null, .null])
+    }
 }
