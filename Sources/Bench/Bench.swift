@@ -18,15 +18,21 @@ package struct Benchmark: Sendable {
         package var executable: String
         /// Only these tasks (empty = all).
         package var tasks: Set<String>
+        /// Products and podcasts each in the exports task's store (200k in full, 20k with `--quick`).
+        package var exportStoreSize: Int
+        /// The demo job the exports task runs (its exports, over a larger simulator).
+        package var demoJob: String
 
         package init(records: Int, repetitions: Int, workDirectory: String, peersDirectory: String, executable: String,
-                    tasks: Set<String> = []) {
+                    tasks: Set<String> = [], exportStoreSize: Int = 200_000, demoJob: String = "jobs/demo.yml") {
             self.records = records
             self.repetitions = repetitions
             self.workDirectory = workDirectory
             self.peersDirectory = peersDirectory
             self.executable = executable
             self.tasks = tasks
+            self.exportStoreSize = exportStoreSize
+            self.demoJob = demoJob
         }
     }
 
@@ -73,6 +79,7 @@ package struct Benchmark: Sendable {
         if wants("csv") { rows += try csvExport(cLoad: cLoad) }
         if wants("rss") { rows += try rss(files) }
         if wants("http") { rows += try endToEndHTTP() }
+        if wants("exports") { rows += try exports() }
         return rows
     }
 
@@ -410,6 +417,10 @@ package struct Benchmark: Sendable {
         }
         if let apply, let low = median("night-2 apply, 0.1% churn", "storesync") {
             check("0.1% churn ≤ 40% of the 1% apply", low <= 0.4 * apply, String(format: "%.0f%%", 100 * low / apply))
+        }
+        if let exports = rows.first(where: { $0.task.hasPrefix("exports, ") && $0.tool == "storesync" }) {
+            check("\(exports.task): peak memory ≤ 300 MB", exports.peakRSS <= 300 << 20,
+                  String(format: "%.0f MB, %.1f s", Double(exports.peakRSS) / 1_048_576, exports.median))
         }
         let peak = rows.filter { $0.tool == "storesync" }.map(\.peakRSS).max()
         if let peak {

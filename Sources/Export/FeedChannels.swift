@@ -87,14 +87,14 @@ struct ItemEnricher {
     let directory: FeedDirectory
     private var podcasts: [String: JSONValue] = [:]
 
-    init(_ kind: FeedKind, candidates: [FeedExport.Candidate], limit: Int, directory: FeedDirectory,
-         context: ExportContext) throws {
+    /// `candidates`: the items the feed lists (their podcasts are looked up, no others).
+    init(_ kind: FeedKind, candidates: [FeedExport.Candidate], directory: FeedDirectory, context: ExportContext) throws {
         self.kind = kind
         self.directory = directory
         if kind == .episodesNew {
-            let keys = candidates.prefix(limit).compactMap { FeedExport.text($0.fields["podcast_id"]) }
+            let keys = candidates.compactMap { FeedExport.text($0.fields["podcast_id"]) }
             for record in try context.store.entitiesByKey(.podcast, keys: keys) {
-                podcasts[record.key] = try? JSONParser.parse(Array(record.payload.utf8))
+                podcasts[record.key] = FeedExport.parse(record.payload)
             }
         }
     }

@@ -110,15 +110,32 @@ enum FeedExport {
 
     /// The feed's items, split into files by the template's `{genre}`/`{country}`;
     /// a feed without those variables is one file (even with no items).
+    ///
+    /// Candidates are streamed and each file keeps only its first `limit`:
+    /// memory follows the feed, not the store. An ungrouped feed stops reading
+    /// at its `limit` (pushed into SQL); a grouped one reads every candidate
+    /// once but holds `limit` per file.
     static func groups(_ spec: FeedExportSpec, grouping: Set<String>, context: ExportContext,
                        keepAll: Bool = false, directory: FeedDirectory? = nil) throws -> [Group] {
-        let candidates = try select(spec.kind, chart: spec.chart, context: context)
         let limit = keepAll ? Int.max : spec.limit
-        // Grouped feeds take their items from anywhere in the list.
-        let enricher = try ItemEnricher(spec.kind, candidates: candidates, limit: grouping.isEmpty ? limit : Int.max,
+        var buckets: [[String: String]: [Candidate]] = [:]
+        try forEachCandidate(spec.kind, chart: spec.chart, limit: grouping.isEmpty && !keepAll ? limit : nil,
+                             context: context) { candidate in
+            var values: [String: String] = [:]
+            if grouping.contains("genre") { values["genre"] = genre(of: candidate.fields) }
+            if grouping.contains("country") { values["country"] = candidate.fields["country"]?.stringValue ?? "unknown" }
+            // A file's list is in feed order, so its first `limit` are the ones it publishes
+            // (a file with none of them is still written, as a feed with no items).
+            var bucket = buckets.removeValue(forKey: values) ?? []
+            if bucket.count < limit { bucket.append(candidate) }
+            let more = !grouping.isEmpty || bucket.count < limit
+            buckets[values] = bucket
+            return more
+        }
+        // Only the items listed need their podcasts looked up.
+        let enricher = try ItemEnricher(spec.kind, candidates: buckets.values.flatMap { $0 },
                                         directory: directory ?? FeedDirectory(spec, context: context), context: context)
-        func group(_ values: [String: String], _ list: some Sequence<Candidate>) -> Group {
-            let chosen = Array(list.prefix(limit))
+        func group(_ values: [String: String], _ chosen: [Candidate]) -> Group {
             let items = chosen.map { enricher.enrich(item(for: $0, kind: spec.kind, context: context), candidate: $0) }
             let categories = ItemEnricher.mostCommon(chosen.compactMap { enricher.category(of: $0)?.joined(separator: "/") })
             return Group(values: values, items: items,
@@ -126,14 +143,7 @@ enum FeedExport {
                          countries: ItemEnricher.mostCommon(chosen.compactMap { enricher.country(of: $0) }))
         }
         if grouping.isEmpty {
-            return [group([:], candidates)]
-        }
-        var buckets: [[String: String]: [Candidate]] = [:]
-        for candidate in candidates {
-            var values: [String: String] = [:]
-            if grouping.contains("genre") { values["genre"] = genre(of: candidate.fields) }
-            if grouping.contains("country") { values["country"] = candidate.fields["country"]?.stringValue ?? "unknown" }
-            buckets[values, default: []].append(candidate)
+            return [group([:], buckets[[:]] ?? [])]
         }
         return buckets
             .sorted { $0.key.sorted(by: { $0.key < $1.key }).map(\.value).lexicographicallyPrecedes($1.key.sorted(by: { $0.key < $1.key }).map(\.value)) }
@@ -148,61 +158,100 @@ enum FeedExport {
         return genres?.first?.stringValue ?? "unknown"
     }
 
-    /// Candidates in feed order (stable: ties broken by key).
+    /// Counts the payloads a feed export parses, for tests that check a feed
+    /// reads what it lists rather than every record of its kind.
+    final class PayloadTally: @unchecked Sendable {
+        private let lock = NSLock()
+        private var parsed = 0
+        init() {}
+        var count: Int { lock.withLock { parsed } }
+        func add() { lock.withLock { parsed += 1 } }
+    }
+
+    /// Set by tests (task-local, so parallel tests do not share it).
+    @TaskLocal static var payloadTally: PayloadTally?
+
+    static func parse(_ payload: String) -> JSONValue? {
+        payloadTally?.add()
+        // Parsed in place: a copy of the bytes first would cost a large payload's size again.
+        var text = payload
+        return text.withUTF8 { try? JSONParser.parse($0) }
+    }
+
+    /// Candidates in feed order (stable: ties broken by key), all of them.
     static func select(_ kind: FeedKind, chart: String? = nil, context: ExportContext) throws -> [Candidate] {
+        var all: [Candidate] = []
+        try forEachCandidate(kind, chart: chart, limit: nil, context: context) { all.append($0); return true }
+        return all
+    }
+
+    /// Streams the candidates in feed order, at most `limit` (nil: all) when
+    /// the caller knows it needs no more; `body` returns false to stop. Each
+    /// payload is parsed when its record is reached and dropped with it unless `body` keeps it.
+    static func forEachCandidate(_ kind: FeedKind, chart: String? = nil, limit: Int?, context: ExportContext,
+                                 _ body: (Candidate) throws -> Bool) throws {
         let store = context.store
-        func candidates(_ records: [FeedRecord]) -> [Candidate] {
-            records.compactMap { record in
-                guard let fields = try? JSONParser.parse(Array(record.payload.utf8)) else { return nil }
-                return Candidate(entity: record.entity.rawValue, key: record.key, fields: fields, date: record.addedRunStartedAt)
+        func records(_ query: FeedQuery) throws {
+            try store.forEachFeedRecord(query, limit: limit) { record in
+                // An unreadable payload is skipped, as before; the store only writes canonical JSON.
+                guard let fields = parse(record.payload) else { return true }
+                return try body(Candidate(entity: record.entity.rawValue, key: record.key, fields: fields,
+                                          date: record.addedRunStartedAt))
             }
         }
         switch kind {
         case .podcastsUpdated:
-            return candidates(try store.recordsNewestFirst([.podcast], by: "release_date"))
+            try records(.newestFirst([.podcast], by: "release_date"))
         case .podcastsNew:
-            return candidates(try store.recordsNewestAdded(.podcast, thenBy: "release_date"))
+            try records(.newestAdded(.podcast, thenBy: "release_date"))
         case .episodesNew:
-            return candidates(try store.recordsNewestFirst([.episode], by: "release_date"))
+            try records(.newestFirst([.episode], by: "release_date"))
         case .musicNew:
-            return candidates(try store.recordsNewestFirst([.song, .album, .musicVideo], by: "release_date"))
+            try records(.newestFirst([.song, .album, .musicVideo], by: "release_date"))
         case .listingsNew:
-            return candidates(try store.recordsNewestAdded(.listing, thenBy: "created_at"))
+            try records(.newestAdded(.listing, thenBy: "created_at"))
         case .priceDrops:
             // The latest price change of each listing still listed, if it went down.
-            return try store.latestDecreases(of: .listing, field: "price").compactMap { drop in
-                guard let fields = try? JSONParser.parse(Array(drop.payload.utf8)) else { return nil }
-                return Candidate(entity: "listing", key: drop.key, fields: fields, date: drop.runStartedAt,
-                                 extra: ["before": drop.before, "after": drop.after])
+            try store.forEachDecrease(of: .listing, field: "price", limit: limit) { drop in
+                guard let fields = parse(drop.payload) else { return true }
+                return try body(Candidate(entity: "listing", key: drop.key, fields: fields, date: drop.runStartedAt,
+                                          extra: ["before": drop.before, "after": drop.after]))
             }
         case .changes:
-            return try changeCandidates(context: context)
+            try forEachChangeCandidate(context: context, body)
         case .top:
-            return candidates(try store.chartEntries(chart: chart ?? ""))
+            try records(.chart(chart ?? ""))
         }
     }
 
-    /// One item per record this run added, changed or removed.
-    static func changeCandidates(context: ExportContext) throws -> [Candidate] {
-        var order: [String] = []
-        var byRecord: [String: Candidate] = [:]
-        for row in try context.store.changesWithRecords(runID: context.runID) {
+    /// One item per record this run added, changed or removed: a record's
+    /// change rows arrive together, so each item is complete when the next
+    /// record starts, and a feed that has its `limit` stops reading the log.
+    static func forEachChangeCandidate(context: ExportContext, _ body: (Candidate) throws -> Bool) throws {
+        var current: (id: String, candidate: Candidate)?
+        var stopped = false
+        try context.store.forEachChangeWithRecord(runID: context.runID) { row in
             let change = row.change
             let id = "\(change.source)|\(change.entity)|\(change.key)"
-            if byRecord[id] == nil {
+            if current?.id != id {
+                if let done = current?.candidate, !(try body(done)) {
+                    stopped = true
+                    return false
+                }
+                // The record's payload is parsed once, from its first row.
                 let payload = row.currentPayload ?? change.before
-                let fields = payload.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .object([:])
-                byRecord[id] = Candidate(entity: change.entity, key: change.key, fields: fields, date: context.runDate,
-                                         extra: ["op": change.op, "source": change.source, "fields": ""])
-                order.append(id)
+                let fields = payload.flatMap(parse) ?? .object([:])
+                current = (id, Candidate(entity: change.entity, key: change.key, fields: fields, date: context.runDate,
+                                         extra: ["op": change.op, "source": change.source, "fields": ""]))
             }
             if let field = change.field {
                 let line = "\(field): \(readable(change.before)) → \(readable(change.after))"
-                let previous = byRecord[id]?.extra["fields"] ?? ""
-                byRecord[id]?.extra["fields"] = previous.isEmpty ? line : previous + "\n" + line
+                let previous = current!.candidate.extra["fields"] ?? ""
+                current!.candidate.extra["fields"] = previous.isEmpty ? line : previous + "\n" + line
             }
+            return true
         }
-        return order.compactMap { byRecord[$0] }
+        if !stopped, let last = current?.candidate { _ = try body(last) }
     }
 
     static func readable(_ json: String?) -> String {
@@ -349,11 +398,17 @@ enum FeedExport {
     /// Podcast feed URLs, by genre: with `{genre}` in the path one file per
     /// genre, otherwise one file with an outline per genre.
     static func writeOPML(_ spec: OPMLExportSpec, context: ExportContext) throws -> [ExportedFile] {
-        let podcasts = try select(.podcastsUpdated, context: context).filter { text($0.fields["feed_url"]) != nil }
-        var byGenre: [String: [Candidate]] = [:]
-        for podcast in podcasts { byGenre[genre(of: podcast.fields), default: []].append(podcast) }
+        // Every podcast is listed, but only its outline is kept: the payloads are
+        // streamed (in storage order: the outlines are sorted by name and key below).
+        var byGenre: [String: [OPMLFeed]] = [:]
+        try context.store.forEachRecord(of: .podcast, columns: [], order: .insertion) { record in
+            guard let fields = parse(record.payload), let feedURL = text(fields["feed_url"]) else { return }
+            byGenre[genre(of: fields), default: []].append(
+                OPMLFeed(name: text(fields["name"]) ?? "podcast \(record.key)", key: record.key, xmlURL: feedURL,
+                         htmlURL: text(fields["view_url"])))
+        }
         let groups = byGenre.keys.sorted().map { genre in
-            (genre: genre, feeds: byGenre[genre]!.sorted { name($0) == name($1) ? $0.key < $1.key : name($0) < name($1) })
+            (genre: genre, feeds: byGenre[genre]!.sorted { $0.name == $1.name ? $0.key < $1.key : $0.name < $1.name })
         }
         var files: [ExportedFile] = []
         let values = ["date": dateStamp(context.runDate), "job": context.jobName]
@@ -373,7 +428,15 @@ enum FeedExport {
         return files
     }
 
-    static func opmlFeed(_ candidate: Candidate) -> (title: String, xmlURL: String, htmlURL: String?) {
-        (name(candidate), text(candidate.fields["feed_url"]) ?? "", text(candidate.fields["view_url"]))
+    /// A podcast's OPML outline and what it is sorted by.
+    struct OPMLFeed {
+        var name: String
+        var key: String
+        var xmlURL: String
+        var htmlURL: String?
+    }
+
+    static func opmlFeed(_ feed: OPMLFeed) -> (title: String, xmlURL: String, htmlURL: String?) {
+        (feed.name, feed.xmlURL, feed.htmlURL)
     }
 }

@@ -81,6 +81,16 @@ struct RawStatement {
         }
     }
 
+    /// Readies the statement for new bindings, ending its read (a query stopped before its last row).
+    func reset() {
+        _ = sqlite3_reset(handle)
+    }
+
+    /// How many columns the query yields.
+    var columnCount: Int32 {
+        sqlite3_column_count(handle)
+    }
+
     /// The error SQLite reported for this statement, as GRDB reports its own.
     private func failure(_ code: Int32, _ db: Database) -> DatabaseError {
         DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
@@ -99,6 +109,14 @@ struct RawStatement {
 
     func columnOptionalInt64(_ index: Int32) -> Int64? {
         sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, index)
+    }
+
+    func columnDouble(_ index: Int32) -> Double {
+        sqlite3_column_double(handle, index)
+    }
+
+    func columnOptionalDouble(_ index: Int32) -> Double? {
+        sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : sqlite3_column_double(handle, index)
     }
 
     func columnText(_ index: Int32) -> String {

@@ -174,6 +174,17 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// Streams the change log, of one run or (nil) of every run, in `order`.
     func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws
 
+    /// Streams the records a feed lists, in the feed's order, at most `limit`
+    /// of them (nil: all; SQLite then sorts only what it keeps). `body`
+    /// returns false to stop reading: memory follows the feed, not the store.
+    func forEachFeedRecord(_ query: FeedQuery, limit: Int?, _ body: (FeedRecord) throws -> Bool) throws
+
+    /// ``latestDecreases(of:field:)`` streamed, at most `limit`; `body` returns false to stop.
+    func forEachDecrease(of entity: EntityKind, field: String, limit: Int?, _ body: (FieldDecrease) throws -> Bool) throws
+
+    /// ``changesWithRecords(runID:)`` streamed (a record's rows are consecutive); `body` returns false to stop.
+    func forEachChangeWithRecord(runID: Int64, _ body: (ChangeWithRecord) throws -> Bool) throws
+
     /// Records of `entities` newest first by the payload member `field`
     /// (ISO 8601 text), ties by entity then key.
     func recordsNewestFirst(_ entities: [EntityKind], by field: String) throws(StoreSyncError) -> [FeedRecord]

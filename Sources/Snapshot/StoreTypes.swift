@@ -268,6 +268,18 @@ public enum ChangeOrder: Sendable {
     case record
 }
 
+/// Which records a feed lists, and in which order (``SnapshotStore/forEachFeedRecord(_:limit:_:)``).
+public enum FeedQuery: Sendable {
+    /// Records of these entities newest first by a payload member (ISO 8601 text), ties by entity then key:
+    /// ``SnapshotStore/recordsNewestFirst(_:by:)``.
+    case newestFirst([EntityKind], by: String)
+    /// Records the latest runs added, then newest first by a payload member, then by key; the
+    /// baseline's left out: ``SnapshotStore/recordsNewestAdded(_:thenBy:)``.
+    case newestAdded(EntityKind, thenBy: String)
+    /// One chart's entries in rank order: ``SnapshotStore/chartEntries(chart:)``.
+    case chart(String)
+}
+
 /// A record a feed may list.
 public struct FeedRecord: Sendable {
     /// What the record is.

@@ -10,7 +10,8 @@ struct BenchCommand: AsyncParsableCommand {
             Generates 1M iTunes-like records (100k with --quick) with gen_catalog.py, then times, as whole \
             processes, storesync and every peer it finds: night-1 load, night-2 apply (checked against the \
             generator's truth), CSV export, an RSS feed of 100k items, and a crawl of the simulator over \
-            loopback HTTP (200 records a page). Prints medians, records/s, peak RSS \
+            loopback HTTP (200 records a page), and every export of the demo job over a store of 200k products \
+            and 200k podcasts (20k with --quick; --export-store N). Prints medians, records/s, peak RSS \
             and each tool's time relative to storesync. Build with -c release for meaningful figures.
             """
     )
@@ -30,8 +31,14 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The peers' folder, holding gen_catalog.py.")
     var peers = "../shared/bench"
 
-    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss, http.")
+    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss, http, exports.")
     var task: [String] = []
+
+    @Option(help: "Products and podcasts each in the exports task's store (default 200000; 20000 with --quick).")
+    var exportStore: Int?
+
+    @Option(help: "The demo job whose exports the exports task measures.")
+    var demoJob = "jobs/demo.yml"
 
     func run() async throws {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
@@ -40,7 +47,8 @@ struct BenchCommand: AsyncParsableCommand {
             records: records ?? (quick ? 100_000 : 1_000_000), repetitions: max(1, repetitions),
             workDirectory: URL(fileURLWithPath: work).standardizedFileURL.path,
             peersDirectory: URL(fileURLWithPath: peers).standardizedFileURL.path, executable: executable,
-            tasks: Set(task))
+            tasks: Set(task), exportStoreSize: exportStore ?? (quick ? 20_000 : 200_000),
+            demoJob: URL(fileURLWithPath: demoJob).standardizedFileURL.path)
         let bench = Benchmark(options: options) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
         do {
             let rows = try bench.run()
