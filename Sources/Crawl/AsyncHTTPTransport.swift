@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+// Named for its connection errors only (a dependency of AsyncHTTPClient, not a new one).
+import NIOPosix
 
 /// ``HTTPTransport`` over AsyncHTTPClient (connection pooling, TLS with
 /// certificate verification, gzip), with one timeout for the whole exchange,
@@ -17,6 +19,12 @@ public final class AsyncHTTPTransport: HTTPTransport {
         // host's rate limit and must know a feed moved for good (301/308).
         configuration.redirectConfiguration = .disallow
         configuration.httpVersion = .automatic
+        // A failed connect fails the request at once with its own error: by
+        // default the pool keeps retrying until the request's deadline, so a
+        // refused port or a name that does not resolve cost the whole timeout
+        // and arrived as a timeout, which the Fetcher retries. The Fetcher
+        // decides about retries (a reset or a connect timeout is still retried).
+        configuration.connectionPool.retryConnectionEstablishment = false
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.maxBodyBytes = maxBodyBytes
     }
@@ -73,8 +81,35 @@ public final class AsyncHTTPTransport: HTTPTransport {
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
             throw .timedOut(seconds: timeoutSeconds)
         } catch {
+            if let reason = Self.unreachableReason(error) {
+                throw .unreachable(host: request.url.host ?? request.url.absoluteString, reason: reason)
+            }
             throw .connectionFailed(String(describing: error))
         }
+    }
+
+    /// Why `error` says the host cannot be reached at all (its name does not
+    /// resolve, or every address refused the connection), or nil for errors
+    /// worth retrying (timeouts, resets, unreachable networks, TLS).
+    static func unreachableReason(_ error: any Error) -> String? {
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.isEmpty {
+                // No address to try: both lookups failed or returned nothing.
+                let dns = error.dnsAError ?? error.dnsAAAAError
+                return "its name does not resolve" + (dns.map { " (\($0))" } ?? "")
+            }
+            let refused = error.connectionErrors.allSatisfy { failure in
+                (failure.error as? IOError)?.errnoCode == ECONNREFUSED
+            }
+            return refused ? "connection refused on port \(error.port)" : nil
+        }
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
+            return "connection refused"
+        }
+        if error is SocketAddressError.UnknownHost {
+            return "its name does not resolve"
+        }
+        return nil
     }
 
     /// Closes pooled connections; call once when the run ends.
