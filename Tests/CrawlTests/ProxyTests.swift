@@ -13,7 +13,7 @@ import Darwin
 final class RecordingProxy: @unchecked Sendable {
     let port: Int
     private let listener: Int32
-    private let heads = Mutex<[String]>([])
+    private let heads = Shared<[String]>([])
 
     init(maxConnections: Int = 4) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -53,7 +53,7 @@ final class RecordingProxy: @unchecked Sendable {
         thread.start()
     }
 
-    var requestHeads: [String] { heads.withLock { $0 } }
+    var requestHeads: [String] { heads.current }
 
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))

@@ -29,7 +29,7 @@ final class ClockAdvancingTransport: HTTPTransport {
 }
 
 @Suite struct RunDeadlineTests {
-    func job(_ directory: URL, deadline: String = "") throws -> JobSpec {
+    func makeJob(_ directory: URL, deadline: String = "") throws -> JobSpec {
         try JobLoader.parse(yaml: """
             name: deadline
             store: snapshot.sqlite
@@ -56,7 +56,7 @@ final class ClockAdvancingTransport: HTTPTransport {
         let directory = TestPaths.temporaryDirectory("deadline")
         defer { try? FileManager.default.removeItem(at: directory) }
         // Each request takes 20 s of the run's clock; 1 minute lets a few pages in.
-        let job = try job(directory, deadline: ", deadlineMinutes: 1")
+        let job = try makeJob(directory, deadline: ", deadlineMinutes: 1")
         #expect(job.http.deadlineMinutes == 1)
         let clock = ManualClock()
         let transport = ClockAdvancingTransport(clock: clock, seconds: 20)
@@ -80,7 +80,7 @@ final class ClockAdvancingTransport: HTTPTransport {
         }
 
         // The next run (no deadline) resumes it and finishes.
-        let resumed = try await Runner(job: try job(directory), logger: .quiet).run()
+        let resumed = try await Runner(job: try makeJob(directory), logger: .quiet).run()
         #expect(resumed.resumed)
         #expect(resumed.runID == stopped.runID)
         #expect(resumed.outcome == .ok, "\(resumed.errors) \(resumed.warnings)")
@@ -89,10 +89,10 @@ final class ClockAdvancingTransport: HTTPTransport {
         // The same night uninterrupted stores the same records.
         let twinDirectory = TestPaths.temporaryDirectory("deadline-twin")
         defer { try? FileManager.default.removeItem(at: twinDirectory) }
-        let twin = try await Runner(job: try job(twinDirectory), logger: .quiet).run()
+        let twin = try await Runner(job: try makeJob(twinDirectory), logger: .quiet).run()
         #expect(twin.outcome == .ok)
-        let resumedStore = try SQLiteSnapshotStore(path: try job(directory).storePath)
-        let twinStore = try SQLiteSnapshotStore(path: try job(twinDirectory).storePath)
+        let resumedStore = try SQLiteSnapshotStore(path: try makeJob(directory).storePath)
+        let twinStore = try SQLiteSnapshotStore(path: try makeJob(twinDirectory).storePath)
         for source in ["podcasts", "market"] {
             let mine = try resumedStore.records(source: source).map(\.identity).sorted { "\($0)" < "\($1)" }
             let theirs = try twinStore.records(source: source).map(\.identity).sorted { "\($0)" < "\($1)" }
@@ -106,7 +106,7 @@ final class ClockAdvancingTransport: HTTPTransport {
     @Test func theCommandLineDeadlineOverridesTheJobAndIsBounded() async throws {
         let directory = TestPaths.temporaryDirectory("deadline-option")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let job = try job(directory)
+        let job = try makeJob(directory)
         var options = RunOptions()
         options.deadlineMinutes = 0
         await #expect(throws: StoreSyncError.self) { _ = try await Runner(job: job, logger: .quiet).run(options) }
@@ -125,11 +125,13 @@ final class ClockAdvancingTransport: HTTPTransport {
     func aBadDeadlineIsAJobFileError(_ setting: String) throws {
         let directory = TestPaths.temporaryDirectory("deadline-bad")
         do {
-            _ = try job(directory, deadline: ", \(setting)")
+            _ = try makeJob(directory, deadline: ", \(setting)")
             Issue.record("expected \(setting) to be refused")
-        } catch {
+        } catch let error as StoreSyncError {
             #expect(error.code == .invalidJob)
             #expect(error.description.contains("http.deadlineMinutes"), "\(error)")
+        } catch {
+            Issue.record("unexpected \(error)")
         }
     }
 }
