@@ -38,14 +38,21 @@ final class RecordingProxy: @unchecked Sendable {
             for _ in 0..<maxConnections {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else { return }
-                var received: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while !received.ends(with: Array("\r\n\r\n".utf8)) {
-                    let n = read(client, &buffer, buffer.count)
-                    guard n > 0 else { break }
-                    received += buffer[0..<n]
+                func readHead() -> String {
+                    var received: [UInt8] = []
+                    var one: UInt8 = 0
+                    while !received.ends(with: Array("\r\n\r\n".utf8)), read(client, &one, 1) == 1 { received.append(one) }
+                    return String(decoding: received, as: UTF8.self)
                 }
-                heads.withLock { $0.append(String(decoding: received, as: UTF8.self)) }
+                var head = readHead()
+                heads.withLock { $0.append(head) }
+                if head.hasPrefix("CONNECT ") {
+                    // AsyncHTTPClient tunnels every proxied request: the request itself follows.
+                    let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
+                    _ = established.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                    head = readHead()
+                    heads.withLock { $0.append(head) }
+                }
                 _ = answer.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
                 close(client)
             }
@@ -77,12 +84,21 @@ extension Array where Element == UInt8 {
         }
         let transport = AsyncHTTPTransport(proxies: environment)
         // `.test` never resolves (RFC 6761): only the proxy can answer this.
-        let response = try await transport.get(HTTPRequest(url: URL(string: "http://origin.storesync.test/page?a=1")!), timeoutSeconds: 10)
+        let result: Result<HTTPResponse, TransportError>
+        do {
+            result = .success(try await transport.get(HTTPRequest(url: URL(string: "http://origin.storesync.test/page?a=1")!), timeoutSeconds: 10))
+        } catch {
+            result = .failure(error)
+        }
         await transport.shutdown()
+        let response = try result.get()
         #expect(response.status == 200)
         #expect(String(decoding: response.body, as: UTF8.self) == "proxied")
         let head = try #require(proxy.requestHeads.first)
-        #expect(head.hasPrefix("GET http://origin.storesync.test/page?a=1 HTTP/1.1\r\n"), "\(head)")
+        // Through the proxy: a CONNECT to the origin (or an absolute-form GET), then the page.
+        #expect(head.hasPrefix("CONNECT origin.storesync.test:80 HTTP/1.1\r\n")
+                || head.hasPrefix("GET http://origin.storesync.test/page?a=1 HTTP/1.1\r\n"), "\(head)")
+        #expect(proxy.requestHeads.contains { $0.contains("/page?a=1 HTTP/1.1") }, "\(proxy.requestHeads)")
         let credentials = Data("scott:tiger!".utf8).base64EncodedString()
         #expect(head.lowercased().contains("proxy-authorization: basic \(credentials)".lowercased()), "\(head)")
     }

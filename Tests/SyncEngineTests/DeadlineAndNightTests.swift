@@ -45,7 +45,7 @@ final class ClockAdvancingTransport: HTTPTransport {
                 kind: marketplace
                 itemsPerPage: 50
             exports:
-              - {kind: report, path: report.json}
+              - {kind: run-report, path: report.json}
             """, file: "deadline.yml", baseDirectory: directory.path)
     }
 
