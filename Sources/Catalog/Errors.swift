@@ -72,6 +72,12 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
         public static let malformedPage = Code("malformed-page")
         /// The server rate-limited us for longer than we were willing to wait.
         public static let throttled = Code("throttled")
+        /// The host's name does not resolve or it refused the connection: not
+        /// retried, and nothing more is sent to it in this run.
+        public static let hostUnreachable = Code("host-unreachable")
+        /// The run's deadline (`http.deadlineMinutes`, `--deadline`) passed: the
+        /// scope stopped at a page boundary and stays resumable.
+        public static let deadlineReached = Code("deadline-reached")
         /// The circuit breaker stopped a source after consecutive failures.
         public static let circuitOpen = Code("circuit-open")
         /// The services a run talks to could not be brought up (the simulator).
@@ -157,6 +163,19 @@ extension StoreSyncError {
                                    remedy: String = "The scope is marked incomplete, so nothing is removed; the next run fetches it again",
                                    cause: (any Error & Sendable)? = nil) -> StoreSyncError {
         StoreSyncError(.fetchFailed, "could not fetch: \(reason)", place: .url(url), remedy: remedy, cause: cause)
+    }
+
+    /// `host` cannot be reached at all (`reason`: its name does not resolve, or
+    /// the connection was refused); `sent` is false for a page not asked for
+    /// because an earlier request of the run found the host unreachable.
+    public static func hostUnreachable(url: String, host: String, reason: String, sent: Bool = true) -> StoreSyncError {
+        StoreSyncError(.hostUnreachable,
+                       sent ? "could not fetch: \(host) is unreachable: \(reason)"
+                            : "not sent: \(host) was found unreachable earlier in this run (\(reason))",
+                       place: .url(url),
+                       remedy: "Not retried, as asking again would get the same answer; the scope is marked incomplete, "
+                           + "so nothing is removed, and the next run asks again. Check the host name in the job file, "
+                           + "DNS and the network (or the proxy settings: HTTPS_PROXY, NO_PROXY)")
     }
 
     /// The server says the resource does not exist (HTTP 404 or 410).

@@ -44,6 +44,10 @@ public struct HTTPSettings: Sendable, Equatable {
     public var circuitBreakerThreshold: Int
     /// How long a response fetched in this run is reused for the same URL; 0 = never.
     public var cacheTTLSeconds: Double
+    /// Minutes after its start at which a run's crawl stops at a page boundary
+    /// (`http.deadlineMinutes`); nil: no deadline. What is left stays
+    /// resumable, and the next run goes on from there.
+    public var deadlineMinutes: Double? = nil
     /// Headers sent to one host only (`http.headers`), their values read from
     /// the environment: an API token is never written in the job file.
     public var headers: [SecretHeader] = []

@@ -1,23 +1,46 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+// Named for its connection errors only (a dependency of AsyncHTTPClient, not a new one).
+import NIOPosix
 
 /// ``HTTPTransport`` over AsyncHTTPClient (connection pooling, TLS with
 /// certificate verification, gzip), with one timeout for the whole exchange,
 /// the body included.
 public final class AsyncHTTPTransport: HTTPTransport {
     private let client: HTTPClient
+    /// One client per proxy the environment names (at most two: http, https);
+    /// hosts that `NO_PROXY` excludes use `client`, which has none.
+    private let proxied: [ProxyEnvironment.Server: HTTPClient]
+    private let proxies: ProxyEnvironment
     private let maxBodyBytes: Int
 
-    /// - Parameter maxBodyBytes: a page larger than this is refused instead of filling memory.
-    public init(maxBodyBytes: Int = 64 << 20) {
+    /// - Parameters:
+    ///   - maxBodyBytes: a page larger than this is refused instead of filling memory.
+    ///   - proxies: the proxies to use (by default `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` from the environment).
+    public init(maxBodyBytes: Int = 64 << 20, proxies: ProxyEnvironment = ProxyEnvironment()) {
         var configuration = HTTPClient.Configuration()
         configuration.decompression = .enabled(limit: .ratio(200))
         // The Fetcher follows redirects itself: it paces each hop by its
         // host's rate limit and must know a feed moved for good (301/308).
         configuration.redirectConfiguration = .disallow
         configuration.httpVersion = .automatic
+        // A failed connect fails the request at once with its own error: by
+        // default the pool keeps retrying until the request's deadline, so a
+        // refused port or a name that does not resolve cost the whole timeout
+        // and arrived as a timeout, which the Fetcher retries. The Fetcher
+        // decides about retries (a reset or a connect timeout is still retried).
+        configuration.connectionPool.retryConnectionEstablishment = false
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        var proxied: [ProxyEnvironment.Server: HTTPClient] = [:]
+        for server in Set([proxies.http, proxies.https].compactMap { $0 }) {
+            var withProxy = configuration
+            let authorization = server.username.map { HTTPClient.Authorization.basic(username: $0, password: server.password ?? "") }
+            withProxy.proxy = .server(host: server.host, port: server.port, authorization: authorization)
+            proxied[server] = HTTPClient(eventLoopGroupProvider: .singleton, configuration: withProxy)
+        }
+        self.proxied = proxied
+        self.proxies = proxies
         self.maxBodyBytes = maxBodyBytes
     }
 
@@ -33,6 +56,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
         let deadline = NIODeadline.now() + timeout
         let maxBodyBytes = self.maxBodyBytes
         do {
+            let client = proxies.proxy(for: request.url).flatMap { proxied[$0] } ?? self.client
             let response = try await client.execute(outgoing, deadline: deadline)
             let body = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
                 // The deadline is checked as every chunk arrives, as well as raced by
@@ -73,12 +97,41 @@ public final class AsyncHTTPTransport: HTTPTransport {
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
             throw .timedOut(seconds: timeoutSeconds)
         } catch {
+            if let reason = Self.unreachableReason(error) {
+                throw .unreachable(host: request.url.host ?? request.url.absoluteString, reason: reason)
+            }
             throw .connectionFailed(String(describing: error))
         }
+    }
+
+    /// Why `error` says the host cannot be reached at all (its name does not
+    /// resolve, or every address refused the connection), or nil for errors
+    /// worth retrying (timeouts, resets, unreachable networks, TLS).
+    static func unreachableReason(_ error: any Error) -> String? {
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.isEmpty {
+                // No address to try: both lookups failed or returned nothing.
+                let dns = error.dnsAError ?? error.dnsAAAAError
+                // The host named is the one connected to: a proxy, when one is used.
+                return "\(error.host) does not resolve" + (dns.map { " (\($0))" } ?? "")
+            }
+            let refused = error.connectionErrors.allSatisfy { failure in
+                (failure.error as? IOError)?.errnoCode == ECONNREFUSED
+            }
+            return refused ? "connection refused by \(error.host):\(error.port)" : nil
+        }
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
+            return "connection refused"
+        }
+        if error is SocketAddressError.UnknownHost {
+            return "its name does not resolve"
+        }
+        return nil
     }
 
     /// Closes pooled connections; call once when the run ends.
     public func shutdown() async {
         try? await client.shutdown()
+        for other in proxied.values { try? await other.shutdown() }
     }
 }

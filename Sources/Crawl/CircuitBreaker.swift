@@ -41,6 +41,19 @@ package final class CircuitBreaker: Sendable {
         }
     }
 
+    /// Opens the breaker at once (a host that does not resolve or refuses
+    /// connections: no streak is needed to know it is down); a breaker whose
+    /// threshold is 0 stays closed, as the job asked never to stop.
+    /// - Returns: whether this call opened it (false if it was open already or never opens).
+    @discardableResult
+    package func trip() -> Bool {
+        state.withLock { state in
+            guard threshold > 0, !state.open else { return false }
+            state.open = true
+            return true
+        }
+    }
+
     /// True once `threshold` consecutive failures have happened; the source should stop.
     package var isOpen: Bool { state.withLock { $0.open } }
 

@@ -27,6 +27,9 @@ package final class Fetcher: Sendable {
         /// Hosts that asked for a pause longer than ``HTTPSettings/backoffMaxSeconds``,
         /// with when it ends: nothing more is sent to them in this run.
         var refusedUntil: [String: (until: Double, retryAfter: Double)] = [:]
+        /// Hosts found unreachable (no such name, connection refused), with why:
+        /// nothing more is sent to them in this run.
+        var unreachable: [String: String] = [:]
     }
     private let state: Mutex<State>
 
@@ -188,6 +191,11 @@ package final class Fetcher: Sendable {
                 state.withLock { $0.stats.failures += 1 }
                 return .failure(overlongPause(url, host: host, retryAfter: refusal.retryAfter, sent: false))
             }
+            // An unreachable host is not asked again this run, and costs no pacing.
+            if let reason = state.withLock({ $0.unreachable[host.lowercased()] }) {
+                state.withLock { $0.stats.failures += 1 }
+                return .failure(.hostUnreachable(url: url.absoluteString, host: host, reason: reason, sent: false))
+            }
             do {
                 try await limiter.acquire(host: host)
             } catch {
@@ -209,6 +217,16 @@ package final class Fetcher: Sendable {
             case .fatal(let reason):
                 state.withLock { $0.stats.failures += 1 }
                 return .failure(.fetchFailed(url: url.absoluteString, reason: reason))
+            case .unreachable(let reason):
+                // Paced retries would only hear the same answer (the issue measured 194 s
+                // for a name that does not resolve): the page fails now, and so does
+                // every later request to the host in this run.
+                state.withLock {
+                    $0.stats.failures += 1
+                    $0.unreachable[host.lowercased()] = reason
+                }
+                logger.warning("\(host) is unreachable (\(reason)); nothing more is sent to it in this run")
+                return .failure(.hostUnreachable(url: url.absoluteString, host: host, reason: reason))
             case .gone(let status):
                 // Not retried: the server answered clearly. Counted as a failed
                 // fetch (no page came of it); the caller decides whether it fails the scope.
@@ -273,6 +291,8 @@ package final class Fetcher: Sendable {
         case done(HTTPResponse)
         case retry(reason: String, throttled: Bool, retryAfter: Double?)
         case fatal(String)
+        /// The host's name does not resolve or it refused the connection: not retried.
+        case unreachable(String)
         /// 404 or 410: the resource does not exist.
         case gone(Int)
     }
@@ -283,6 +303,7 @@ package final class Fetcher: Sendable {
             switch error {
             case .invalidURL, .bodyTooLarge: return .fatal(error.description)
             case .timedOut, .connectionFailed: return .retry(reason: error.description, throttled: false, retryAfter: nil)
+            case .unreachable(_, let reason): return .unreachable(reason)
             }
         case .success(let response):
             let retryAfter = response.header("retry-after").flatMap(parseRetryAfter)

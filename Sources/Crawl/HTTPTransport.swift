@@ -54,6 +54,10 @@ public struct HTTPResponse: Sendable, Equatable {
 public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible {
     case timedOut(seconds: Double)
     case connectionFailed(String)
+    /// The host's name does not resolve, or nothing listens where it points
+    /// (connection refused): asking again within the run only waits for the
+    /// same answer, so the ``Fetcher`` does not retry it.
+    case unreachable(host: String, reason: String)
     case bodyTooLarge(limit: Int)
     case invalidURL(String)
 
@@ -61,6 +65,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self {
         case .timedOut(let s): "no answer within \(s) s"
         case .connectionFailed(let why): "connection failed: \(why)"
+        case .unreachable(let host, let why): "\(host) is unreachable: \(why)"
         case .bodyTooLarge(let limit): "response body larger than \(limit) bytes"
         case .invalidURL(let url): "invalid URL \(url)"
         }

@@ -240,6 +240,7 @@ extension SettingsReader {
         if let n = int(fields, "concurrency", path: "http", range: 1...64) { settings.concurrency = n }
         if let n = int(fields, "circuitBreakerThreshold", path: "http", range: 0...10_000) { settings.circuitBreakerThreshold = n }
         if let t = double(fields, "cacheTTLSeconds", path: "http", range: 0...86400) { settings.cacheTTLSeconds = t }
+        if let m = double(fields, "deadlineMinutes", path: "http", range: RunOptions.deadlineRange) { settings.deadlineMinutes = m }
         if let limitsNode = value(fields, "requestsPerMinute") {
             if let limits = mapping(limitsNode, path: "http.requestsPerMinute") {
                 for limit in limits {

@@ -42,7 +42,7 @@ extension JobLoader {
     ]
     static let httpScalarKeys = ["timeoutSeconds", "userAgent", "maxAttempts", "defaultRequestsPerMinute",
                                  "backoffBaseSeconds", "backoffMaxSeconds", "burst", "concurrency",
-                                 "circuitBreakerThreshold", "cacheTTLSeconds"]
+                                 "circuitBreakerThreshold", "cacheTTLSeconds", "deadlineMinutes"]
 
     // MARK: ${VAR} expansion
 

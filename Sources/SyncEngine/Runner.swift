@@ -26,6 +26,8 @@ public struct SourceReport: Sendable {
     /// mode, each with its first error: what was recovered is stored, and
     /// nothing is removed on their account.
     public var recovered: [String] = []
+    /// True when some of the source's scopes are fetched over HTTP (not read from a local file).
+    public var network: Bool = false
 }
 
 /// The summary of one run.
@@ -50,6 +52,9 @@ public struct RunReport: Sendable {
     public var pruned: PruneResult?
     /// What the artwork mirror did; nil when the job has none (or did not export).
     public var artwork: ArtworkMirrorFigures?
+    /// Sources and scopes the run's deadline left unfinished (the next run
+    /// resumes this one there); empty when no deadline was hit.
+    public var deadlineLeft: [String] = []
 
     /// Rows of the records table written by this run: always added + changed + removed.
     public var recordRowsWritten: Int { sources.reduce(0) { $0 + $1.counts.recordRowsWritten } }
@@ -67,6 +72,17 @@ public struct RunOptions: Sendable {
     /// history was expected (refused otherwise, Invariant 10). A store that
     /// holds history is refused with it, so the flag cannot stay in a crontab.
     public var newStore = false
+    /// Minutes after which the crawl stops at a page boundary (`--deadline`);
+    /// overrides the job's `http.deadlineMinutes`. Nil: the job's, if any.
+    public var deadlineMinutes: Double?
+
+    /// The deadlines accepted, in minutes: up to a week.
+    public static let deadlineRange = 0.01...10_080.0
+
+    /// The nights `--night` accepts: from the first to a bound far beyond any
+    /// real history (about 270 years of nightly runs). Larger values once sent the
+    /// simulator into hours of date arithmetic without a word.
+    public static let nightRange = 1...100_000
 
     public init(night: Int? = nil, dryRun: Bool = false, newStore: Bool = false,
                 progress: (@Sendable (RunProgress) -> Void)? = nil) {
@@ -93,6 +109,7 @@ public struct Runner: Sendable {
     }
 
     public func run(_ options: RunOptions = RunOptions()) async throws(StoreSyncError) -> RunReport {
+        try checkNight(options)
         if options.dryRun { return try await dryRun(options) }
         let lock = try environment.store.lock(job.storePath)
         defer { withExtendedLifetime(lock) {} }
@@ -100,6 +117,27 @@ public struct Runner: Sendable {
         let store = try environment.store.open(job.storePath)
         try checkStoreHistory(store, evidence: evidence, options)
         return try await run(options, store: store, exports: true)
+    }
+
+    /// Refuses `--night` outside ``RunOptions/nightRange`` or on a job whose
+    /// services have no nights (no simulator): a usage error, before the lock
+    /// is taken or anything is opened.
+    func checkNight(_ options: RunOptions) throws(StoreSyncError) {
+        if let minutes = options.deadlineMinutes, !RunOptions.deadlineRange.contains(minutes) {
+            throw StoreSyncError(.invalidArguments, "--deadline \(minutes) is outside \(RunOptions.deadlineRange.lowerBound)…\(Int(RunOptions.deadlineRange.upperBound)) minutes; nothing was crawled",
+                                 place: .file(path: job.file), remedy: "Give the minutes the crawl may take, e.g. --deadline 240")
+        }
+        guard let night = options.night else { return }
+        guard environment.services.hasNights else {
+            throw StoreSyncError(.invalidArguments, "--night \(night) was given, but job '\(job.name)' has no simulator: only simulated services have nights; nothing was crawled",
+                                 place: .file(path: job.file),
+                                 remedy: "Drop --night (a job without a `simulator:` section crawls the real services as they are now)")
+        }
+        guard RunOptions.nightRange.contains(night) else {
+            throw StoreSyncError(.invalidArguments, "--night \(night) is outside \(RunOptions.nightRange.lowerBound)…\(RunOptions.nightRange.upperBound); nothing was crawled",
+                                 place: .file(path: job.file),
+                                 remedy: "Give a night from \(RunOptions.nightRange.lowerBound) to \(RunOptions.nightRange.upperBound), or drop --night to crawl the next one")
+        }
     }
 
     /// Refuses a missing store where history was expected, before anything
@@ -146,6 +184,8 @@ public struct Runner: Sendable {
         var errors: [String] = []
         var outcome: RunStatus = .ok
         var totals = RunTotals()
+        /// What the run's deadline left unfinished (sources, scopes); empty when it was not hit.
+        var deadlineLeft: [String] = []
     }
 
     func run(_ options: RunOptions, store: any SnapshotStore, exports writeExports: Bool) async throws(StoreSyncError) -> RunReport {
@@ -162,6 +202,9 @@ public struct Runner: Sendable {
                 logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
             }
             phase = try await crawl(run: run, store: store, options: options)
+            if !phase.deadlineLeft.isEmpty {
+                return try deadlineReport(run: run, phase: phase, store: store, started: started)
+            }
             if let stop = environment.stopAt?(.afterRemovalPasses) { throw stop }
             // The crawl's verdict and counters are stored before exporting: the
             // exported runs table shows this run as it ended, and a run killed
@@ -280,6 +323,30 @@ public struct Runner: Sendable {
         return report
     }
 
+    /// The report of a run its deadline stopped: partial, with what is left.
+    /// The run stays unfinished in the store, as a killed run does, so the
+    /// next start resumes it (committed pages are not fetched again) and
+    /// writes the exports once the crawl is whole; none are written now, as
+    /// they would describe half a night.
+    func deadlineReport(run: RunInfo, phase: CrawlPhase, store: any SnapshotStore, started: Double) throws(StoreSyncError) -> RunReport {
+        let minutes = (clock.now() - started) / 60
+        let left = phase.deadlineLeft
+        let shown = left.prefix(10).joined(separator: ", ") + (left.count > 10 ? ", and \(left.count - 10) more" : "")
+        let warning = "deadline reached after \(String(format: "%.1f", minutes)) min: the crawl stopped at a page boundary; "
+            + "left for the next run, which resumes run \(run.id) where it stopped: \(shown)"
+        logger.warning("\(warning)")
+        var sources = phase.sources
+        let counts = try store.sourceCounts(runID: run.id)
+        for index in sources.indices {
+            sources[index].counts = counts.first { $0.source == sources[index].name } ?? SourceCounts(source: sources[index].name)
+        }
+        var report = RunReport(runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: .partial,
+                               sources: sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings + [warning],
+                               errors: phase.errors, seconds: clock.now() - started)
+        report.deadlineLeft = left
+        return report
+    }
+
     /// Lint findings as report lines: requirements (and withheld feeds) as
     /// warnings, recommendations as notes, a few per file and a count after.
     static func lintReport(_ files: [ExportedFile], outputDirectory: String) -> (warnings: [String], notices: [String]) {
@@ -334,14 +401,25 @@ public struct Runner: Sendable {
         let fetcher = Fetcher(transport: session.transport, settings: job.http, clock: clock, logger: logger)
 
         var phase = CrawlPhase()
+        let deadlineMinutes = options.deadlineMinutes ?? job.http.deadlineMinutes
+        // Measured from this start: a resumed run gets the whole budget again.
+        let deadline = deadlineMinutes.map { clock.now() + $0 * 60 }
         for source in job.sources {
+            if !phase.deadlineLeft.isEmpty {
+                // The deadline passed in an earlier source: this one is not started.
+                phase.deadlineLeft.append("\(source.name) (not started)")
+                phase.sources.append(SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
+                                                  scopesTotal: 0, scopesComplete: 0, errors: []))
+                continue
+            }
             // A dependent source may retire the scopes of upstream records
             // that are gone only when the upstream was crawled whole tonight.
             let upstreamComplete = source.settings.upstream.map { upstream in
                 phase.sources.contains { $0.name == upstream && $0.scopesComplete == $0.scopesTotal && $0.errors.isEmpty }
             } ?? false
             let report = await crawl(source: source, baseURL: session.baseURL, run: run, store: store, fetcher: fetcher,
-                                     upstreamComplete: upstreamComplete, progress: options.progress, warnings: &phase.warnings)
+                                     upstreamComplete: upstreamComplete, progress: options.progress, deadline: deadline,
+                                     deadlineLeft: &phase.deadlineLeft, warnings: &phase.warnings)
             phase.errors += report.errors
             phase.sources.append(report)
         }
@@ -352,6 +430,10 @@ public struct Runner: Sendable {
         let completeScopes = phase.sources.reduce(0) { $0 + $1.scopesComplete }
         if completeScopes < totalScopes || !phase.warnings.isEmpty { phase.outcome = .partial }
         if totalScopes > 0, completeScopes == 0, !phase.errors.isEmpty { phase.outcome = .failed }
+        // Every network source failed (a dead network, a wrong proxy): a night that
+        // fetched nothing is a failure for monitoring, even if a local file was read.
+        let network = phase.sources.filter(\.network)
+        if !network.isEmpty, network.allSatisfy({ $0.scopesComplete == 0 && !$0.errors.isEmpty }) { phase.outcome = .failed }
         phase.totals.requests = fetcher.stats
         phase.totals.warnings = phase.warnings
         phase.totals.errors = phase.errors
@@ -363,6 +445,7 @@ public struct Runner: Sendable {
     /// `baseURL` is where the run's services are (nil: the real ones).
     func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: any SnapshotStore, fetcher: Fetcher,
                upstreamComplete: Bool = false, progress: (@Sendable (RunProgress) -> Void)?,
+               deadline: Double? = nil, deadlineLeft: inout [String],
                warnings: inout [String]) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
@@ -383,10 +466,11 @@ public struct Runner: Sendable {
             }
         }
         let scopes = source.scopes(baseURL: baseURL, inputs: inputs)
+        report.network = scopes.contains { if case .http = $0.origin { true } else { false } }
         let crawler = SourceCrawler(
             source: source, run: run, store: store, fetcher: fetcher,
             breakers: HostCircuitBreakers(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
-            concurrency: job.http.concurrency, progress: progress)
+            concurrency: job.http.concurrency, progress: progress, deadline: deadline)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
         // The first load of an empty snapshot builds its key index once at the end.
         let bulkLoad = (try? store.beginBulkLoad()) ?? false
@@ -397,6 +481,18 @@ public struct Runner: Sendable {
             } catch {
                 result.errors.append(error.description)
             }
+        }
+        if !result.deadlineLeft.isEmpty {
+            // Stopped at a page boundary, like a kill but on purpose: no follow-ups and no
+            // removal pass (the source was not crawled whole); the resumed run does both.
+            deadlineLeft += result.deadlineLeft.map { "\(source.name)/\($0)" }
+            try? store.addSourceTime(runID: run.id, source: source.name, requests: 0, seconds: clock.now() - started)
+            progress?(.sourceFinished(source: source.name))
+            report.scopesTotal = result.scopesTotal
+            report.scopesComplete = result.scopesComplete
+            report.errors = result.errors
+            warnings += result.warnings
+            return report
         }
         if inputRequest?.selection == .newOrChanged {
             keepPending(consumer: source.name, scopes: scopes, result: &result, store: store)
@@ -418,6 +514,19 @@ public struct Runner: Sendable {
         if !followUps.isEmpty {
             progress?(.sourceStarted(source: source.name, scopes: followUps.count))
             var followed = await crawler.crawl(followUps)
+            if !followed.deadlineLeft.isEmpty {
+                // As above: the details not fetched stay owed (kept pending) and nothing is swept.
+                keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &followed, store: store)
+                deadlineLeft += followed.deadlineLeft.map { "\(source.name)/\($0)" }
+                result.add(followed)
+                try? store.addSourceTime(runID: run.id, source: source.name, requests: 0, seconds: clock.now() - started)
+                progress?(.sourceFinished(source: source.name))
+                report.scopesTotal = result.scopesTotal
+                report.scopesComplete = result.scopesComplete
+                report.errors = result.errors
+                warnings += result.warnings
+                return report
+            }
             keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &followed, store: store)
             result.add(followed)
         } else if followUpsSelected {

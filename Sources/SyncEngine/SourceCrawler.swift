@@ -80,6 +80,8 @@ struct SourceCrawler: Sendable {
     let logger: Logger
     let concurrency: Int
     let progress: (@Sendable (RunProgress) -> Void)?
+    /// When (on `clock`) the run's deadline passes: no page is asked for after it.
+    var deadline: Double? = nil
 
     /// Pages a scope may fetch ahead of its turn to be applied.
     static let prefetchPages = 2
@@ -103,6 +105,8 @@ struct SourceCrawler: Sendable {
         /// Scopes whose document was read in recovery mode, each with its
         /// first error: stored, but removing nothing.
         var recoveredScopes: [String] = []
+        /// Scopes the run's deadline stopped (unfinished, left resumable), each with where it stopped.
+        var deadlineLeft: [String] = []
 
         mutating func add(_ other: Result) {
             scopesTotal += other.scopesTotal
@@ -115,6 +119,7 @@ struct SourceCrawler: Sendable {
             goneScopes += other.goneScopes
             settled.formUnion(other.settled)
             recoveredScopes += other.recoveredScopes
+            deadlineLeft += other.deadlineLeft
         }
     }
 
@@ -178,6 +183,13 @@ struct SourceCrawler: Sendable {
         let outcome = await PageWalker.walk(
             pagination: scope.pagination, startPage: startPage, toleratesGone: scope.toleratesGone,
             fetch: { index throws(StoreSyncError) -> (page: (FetchedPage, requests: Int), url: String) in
+                if let deadline, clock.now() >= deadline {
+                    // A page boundary: what is stored stays, and the scope's checkpoint
+                    // says where the next run (resuming this one) goes on.
+                    throw StoreSyncError(.deadlineReached, "the run's deadline passed before page \(index) was asked for",
+                                         place: .scope(source: source.name, scope: scope.id),
+                                         remedy: "The scope is left unfinished, not failed; the next run resumes it at this page")
+                }
                 let host = scope.pageURL(index)?.host?.lowercased() ?? ""
                 let breaker = breakers.breaker(for: host)
                 if breaker.isOpen {
@@ -208,6 +220,11 @@ struct SourceCrawler: Sendable {
                         // A content error: the host answered, with a body that does not
                         // decode. That is one page's problem, not an outage, so it neither
                         // counts toward the breaker nor proves the host healthy.
+                    } else if error.code == .hostUnreachable {
+                        // No streak needed: the host does not resolve or refuses connections.
+                        if breaker.trip() {
+                            logger.error("\(source.name): circuit breaker open for host \(host) at once, as it is unreachable; its remaining scopes are not fetched this run")
+                        }
                     } else if !breaker.isOpen, breaker.recordFailure() {
                         logger.error("\(source.name): circuit breaker open for \(host.isEmpty ? "the source" : "host \(host)") after \(breaker.threshold) failed pages in a row; its remaining scopes are not fetched this run")
                     }
@@ -384,6 +401,12 @@ struct SourceCrawler: Sendable {
         case .capped:
             if !scope.capIsIntended { result.cappedScopes.append(scope.id) }
             return finish(scope: scope, state: .capped, error: nil, into: &result) && scope.capIsIntended
+        case .failed(_, let error) where error.code == .deadlineReached:
+            // Not finished, so not failed: the checkpoint of its last stored page stays,
+            // and the run that resumes this one goes on from there.
+            let next = (try? store.checkpoint(runID: run.id, source: source.name, scope: scope.id))??.nextPage ?? 0
+            result.deadlineLeft.append(next > 0 ? "\(scope.id) (from page \(next))" : scope.id)
+            return false
         case .failed(_, let error):
             return finish(scope: scope, state: .failed, error: error, into: &result)
         }

@@ -70,6 +70,9 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Crawl and diff against a throwaway copy of the store: print what would change and the requests made; write nothing.")
     var dryRun = false
 
+    @Option(help: ArgumentHelp("Stop the crawl at a page boundary after this many minutes (overrides http.deadlineMinutes): the run is partial (exit 2) and the next run resumes it.", valueName: "minutes"))
+    var deadline: Double?
+
     @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")
     var noProgress = false
 
@@ -94,6 +97,7 @@ struct Run: AsyncParsableCommand {
         do {
             let spec = try Wiring.load(job, sets: overrides.sets)
             var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore)
+            options.deadlineMinutes = deadline
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
                 ProgressDisplay.active.withLock { $0 = display }

@@ -1,0 +1,156 @@
+import Crawl
+import Foundation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A forward proxy on 127.0.0.1 (a free port) that records each request's
+/// head and answers 200 "proxied" itself. Bounded: `maxConnections`, then it stops.
+final class RecordingProxy: @unchecked Sendable {
+    let port: Int
+    private let listener: Int32
+    private let heads = Shared<[String]>([])
+
+    init(maxConnections: Int = 4) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        listener = fd
+        let body = Array("proxied".utf8)
+        let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
+        let thread = Thread { [heads] in
+            for _ in 0..<maxConnections {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                func readHead() -> String {
+                    var received: [UInt8] = []
+                    var one: UInt8 = 0
+                    while !received.ends(with: Array("\r\n\r\n".utf8)), read(client, &one, 1) == 1 { received.append(one) }
+                    return String(decoding: received, as: UTF8.self)
+                }
+                var head = readHead()
+                heads.withLock { $0.append(head) }
+                if head.hasPrefix("CONNECT ") {
+                    // AsyncHTTPClient tunnels every proxied request: the request itself follows.
+                    let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
+                    _ = established.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                    head = readHead()
+                    heads.withLock { $0.append(head) }
+                }
+                _ = answer.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                close(client)
+            }
+        }
+        thread.start()
+    }
+
+    var requestHeads: [String] { heads.current }
+
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+}
+
+extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}
+
+@Suite struct ProxyTests {
+    @Test func httpProxyIsUsedWithItsCredentialsWhichAreNeverPrinted() async throws {
+        let proxy = try RecordingProxy()
+        defer { proxy.stop() }
+        let environment = ProxyEnvironment(environment: ["HTTP_PROXY": "http://scott:tiger%21@127.0.0.1:\(proxy.port)"])
+        let server = try #require(environment.http)
+        #expect(server.description == "http://127.0.0.1:\(proxy.port)")
+        for shown in ["\(server)", "\(environment)", String(reflecting: server), String(reflecting: environment)] {
+            #expect(!shown.contains("tiger") && !shown.contains("scott"), "\(shown)")
+        }
+        let transport = AsyncHTTPTransport(proxies: environment)
+        // `.test` never resolves (RFC 6761): only the proxy can answer this.
+        let result: Result<HTTPResponse, TransportError>
+        do {
+            result = .success(try await transport.get(HTTPRequest(url: URL(string: "http://origin.storesync.test/page?a=1")!), timeoutSeconds: 10))
+        } catch {
+            result = .failure(error)
+        }
+        await transport.shutdown()
+        let response = try result.get()
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == "proxied")
+        let head = try #require(proxy.requestHeads.first)
+        // Through the proxy: a CONNECT to the origin (or an absolute-form GET), then the page.
+        #expect(head.hasPrefix("CONNECT origin.storesync.test:80 HTTP/1.1\r\n")
+                || head.hasPrefix("GET http://origin.storesync.test/page?a=1 HTTP/1.1\r\n"), "\(head)")
+        #expect(proxy.requestHeads.contains { $0.contains("/page?a=1 HTTP/1.1") }, "\(proxy.requestHeads)")
+        let credentials = Data("scott:tiger!".utf8).base64EncodedString()
+        #expect(head.lowercased().contains("proxy-authorization: basic \(credentials)".lowercased()), "\(head)")
+    }
+
+    @Test func noProxyHostsAreReachedDirectly() async throws {
+        let proxy = try RecordingProxy()
+        defer { proxy.stop() }
+        let environment = ProxyEnvironment(environment: [
+            "http_proxy": "127.0.0.1:\(proxy.port)", "NO_PROXY": "example.org, .storesync.test",
+        ])
+        let transport = AsyncHTTPTransport(proxies: environment)
+        do {
+            _ = try await transport.get(HTTPRequest(url: URL(string: "http://origin.storesync.test/page")!), timeoutSeconds: 10)
+            Issue.record("a direct request to a .test host cannot succeed")
+        } catch {
+            if case .unreachable = error {} else { Issue.record("expected unreachable, got \(error)") }
+        }
+        await transport.shutdown()
+        #expect(proxy.requestHeads.isEmpty, "the proxy was asked: \(proxy.requestHeads)")
+    }
+
+    @Test(arguments: [
+        ("", "http://a.example.com/", false),
+        ("*", "http://a.example.com/", true),
+        ("example.com", "http://example.com/", true),
+        ("example.com", "http://a.example.com/", true),
+        ("example.com", "http://badexample.com/", false),
+        (".example.com", "http://a.example.com/", true),
+        (".example.com", "http://example.com/", true),
+        ("example.com:8080", "http://example.com:8080/", true),
+        ("example.com:8080", "http://example.com/", false),
+        ("10.0.0.1", "http://10.0.0.1/", true),
+        ("other.org, example.com", "https://x.example.com/", true),
+        ("", "http://127.0.0.1:8080/", true),
+        ("", "http://localhost/", true),
+    ])
+    func noProxyMatching(_ noProxy: String, _ url: String, _ direct: Bool) {
+        let environment = ProxyEnvironment(environment: [
+            "HTTP_PROXY": "http://proxy:3128", "HTTPS_PROXY": "http://proxy:3129", "NO_PROXY": noProxy,
+        ])
+        let chosen = environment.proxy(for: URL(string: url)!)
+        #expect((chosen == nil) == direct, "\(noProxy) \(url) → \(String(describing: chosen))")
+    }
+
+    @Test func schemesPickTheirProxyAndLowerCaseWins() {
+        let environment = ProxyEnvironment(environment: [
+            "HTTP_PROXY": "http://upper:1", "http_proxy": "http://lower:2", "HTTPS_PROXY": "secure:3",
+        ])
+        #expect(environment.proxy(for: URL(string: "http://a.com/")!)?.host == "lower")
+        #expect(environment.proxy(for: URL(string: "https://a.com/")!) == environment.https)
+        #expect(environment.https?.port == 3)
+        #expect(ProxyEnvironment(environment: [:]).proxy(for: URL(string: "https://a.com/")!) == nil)
+        #expect(ProxyEnvironment(environment: ["HTTPS_PROXY": "socks5://p:1"]).https == nil, "only HTTP proxies")
+    }
+}
