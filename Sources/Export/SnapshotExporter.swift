@@ -139,7 +139,7 @@ package enum SnapshotExporter {
             } catch let error as StoreSyncError {
                 throw error
             } catch {
-                throw .exportFailed(path: context.url(spec.target).path, reason: "\(error)",
+                throw .exportFailed(path: context.url(PathTemplate.expand(spec.target, context.templateValues)).path, reason: "\(error)",
                                     remedy: "The previous file was left intact; the next run (or `storesync export`) writes it again",
                                     cause: error as? any Error & Sendable)
             }
