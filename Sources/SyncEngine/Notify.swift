@@ -7,7 +7,7 @@ import Logging
 /// `notify:` in a job file: a webhook that receives the run report (the
 /// `report.json` document) as a JSON POST when a run ends failed or partial,
 /// or after every run. Cron mails nobody reads; this reaches a chat or pager.
-public struct NotifySpec: Sendable, Equatable {
+public struct NotifySpec: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
     /// When the webhook is called.
     public enum When: String, Sendable, CaseIterable {
         /// After a run that ended failed or partial (the default).
@@ -49,6 +49,17 @@ public struct NotifySpec: Sendable, Equatable {
         var text = "\(url.scheme ?? "https")://\(url.host ?? "?")"
         if let port = url.port { text += ":\(port)" }
         return text
+    }
+
+    /// What `validate`, dumps and reflection show: the URL without its path,
+    /// the headers by their variables.
+    public var description: String {
+        "notify \(displayURL) on \(on.rawValue)" + (headers.isEmpty ? "" : " with " + headers.map(\.description).joined(separator: ", "))
+    }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["url": displayURL, "on": on, "headers": headers, "timeoutSeconds": timeoutSeconds,
+                                "attempts": attempts, "backoffSeconds": backoffSeconds])
     }
 
     /// Whether a run that ended with `outcome` is reported.

@@ -72,6 +72,12 @@ import TestSupport
         for text in [log.text, failed.summaryText] {
             #expect(!text.contains(Self.token) && !text.contains("secret-path-token"), "\(text)")
         }
+        // Nor does printing or dumping the job show them.
+        var dumped = ""
+        dump(job, to: &dumped)
+        for text in [String(describing: job), String(reflecting: job), dumped] {
+            #expect(!text.contains(Self.token) && !text.contains("secret-path-token"), "\(text.prefix(300))")
+        }
         #expect(failed.summaryText.contains("notify: run report delivered to http://127.0.0.1:\(receiver.port) (1 attempt)"))
     }
 
