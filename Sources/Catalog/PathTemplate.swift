@@ -64,4 +64,38 @@ package enum PathTemplate {
         }
         return url
     }
+
+    /// Whether `name` (one file name, no folder) could have been produced by
+    /// `template` (the template's last path component): each `{variable}`
+    /// matches one or more characters without `/` that do not start with a
+    /// dot (``sanitize`` never writes one), the rest literally. `keep: N`
+    /// prunes with it, so a user's own file that merely sits in the folder is
+    /// never taken for one of the export's.
+    package static func matches(_ name: String, template: String) -> Bool {
+        // Literal pieces between the variables: "changes-{date}.csv" → ["changes-", ".csv"].
+        var pieces: [Substring] = []
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            pieces.append(rest[..<open])
+            rest = rest[rest.index(after: close)...]
+        }
+        pieces.append(rest)
+        let text = Array(name.unicodeScalars)
+        func match(_ piece: Int, _ at: Int) -> Bool {
+            let literal = Array(pieces[piece].unicodeScalars)
+            guard at + literal.count <= text.count, Array(text[at..<(at + literal.count)]) == literal else { return false }
+            let after = at + literal.count
+            if piece == pieces.count - 1 { return after == text.count }
+            // A variable: at least one character, no '/', not starting with '.'.
+            guard after < text.count, text[after] != "." else { return false }
+            var end = after + 1
+            while end <= text.count {
+                if text[end - 1] == "/" { return false }
+                if match(piece + 1, end) { return true }
+                end += 1
+            }
+            return false
+        }
+        return match(0, 0)
+    }
 }

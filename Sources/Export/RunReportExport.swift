@@ -112,7 +112,9 @@ package enum RunReportExport {
     static func writeMetrics(to url: URL, context: ExportContext) throws -> ExportedFile {
         let facts = try facts(context)
         let run = facts.run
-        let job = "job=\"\(label(run.job))\""
+        // Not `job`: Prometheus sets its own `job` target label on every scraped
+        // series, and a clash renames ours to `exported_job`.
+        let job = "storesync_job=\"\(label(run.job))\""
         var lines: [String] = []
         func metric(_ name: String, _ help: String, type: String = "gauge", samples: [(String, String)]) {
             lines.append("# HELP \(name) \(help)")
@@ -125,6 +127,19 @@ package enum RunReportExport {
         metric("storesync_run_exit_code", "The exit code of the last run.", samples: [(job, String(run.status.exitCode))])
         metric("storesync_run_timestamp_seconds", "When the last run started (Unix time).",
                samples: [(job, number(run.startedAt.timeIntervalSince1970))])
+        // Alerting wants "no success for N hours", which must survive failed
+        // nights: the newest ok run in the store's history, this one included.
+        // A run is stamped when its crawl finished (the store's time, never "now",
+        // so the same snapshot writes the same file).
+        func stamp(_ row: RunRow) -> String { number((row.finishedAt ?? row.startedAt).timeIntervalSince1970) }
+        metric("storesync_last_run_timestamp_seconds", "When the last run finished its crawl (Unix time).",
+               samples: [(job, stamp(run))])
+        // The runs table has one row per night (bounded by retention), so reading it whole is cheap.
+        let lastSuccess = run.status == .ok ? run
+            : try context.store.runs(limit: Int(Int32.max)).first { $0.id <= run.id && $0.status == .ok }
+        metric("storesync_last_success_timestamp_seconds",
+               "When the last run that ended ok finished its crawl (Unix time); absent until one has.",
+               samples: lastSuccess.map { [(job, stamp($0))] } ?? [])
         metric("storesync_run_duration_seconds", "How long the last run took.", samples: [(job, number(run.totals.seconds))])
         metric("storesync_run_id", "The id of the last run in the snapshot.", samples: [(job, String(run.id))])
         metric("storesync_requests", "HTTP requests of the last run, by kind.", samples: [

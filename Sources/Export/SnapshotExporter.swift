@@ -26,6 +26,9 @@ package struct ExportContext: Sendable {
     package var artworkSize = ArtworkURL.defaultSize
     /// What the lint found in this run's feeds, for the run report.
     package var lint: [(file: String, finding: FeedLint)] = []
+    /// `keep: N` of the job's exports, by the export's template (``ExportSpec/target``):
+    /// after writing, older files of that template are pruned to the newest N.
+    package var keep: [String: Int] = [:]
 
     package init(store: any SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
         self.store = store
@@ -95,11 +98,18 @@ package enum SnapshotExporter {
             do {
                 switch spec {
                 case .sqlite(let path, let historyDays):
-                    files.append(try SQLiteExport.write(to: context.url(path), historyDays: historyDays, context: context))
+                    let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
+                    var file = try SQLiteExport.write(to: url, historyDays: historyDays, context: context)
+                    file.template = path
+                    files.append(file)
                 case .csvTables(let directory, let options):
-                    files += try CSVExport.writeTables(directory: context.url(directory), options: options, context: context)
+                    let url = try PathTemplate.resolve(directory, values: context.templateValues, inside: context.outputDirectory)
+                    files += try CSVExport.writeTables(directory: url, options: options, context: context)
                 case .csvChanges(let path, let options):
-                    files.append(try CSVExport.writeChanges(to: context.url(path), options: options, context: context))
+                    let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
+                    var file = try CSVExport.writeChanges(to: url, options: options, context: context)
+                    file.template = path
+                    files.append(file)
                 case .feed(let feed):
                     files += try FeedExport.write(feed, context: context).map { file in
                         var file = file
@@ -114,7 +124,9 @@ package enum SnapshotExporter {
                     }
                 case .runReport(let path):
                     let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
-                    files.append(try RunReportExport.writeJSON(to: url, context: context))
+                    var file = try RunReportExport.writeJSON(to: url, context: context)
+                    file.template = path
+                    files.append(file)
                 case .metrics(let path):
                     let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
                     files.append(try RunReportExport.writeMetrics(to: url, context: context))
@@ -127,13 +139,21 @@ package enum SnapshotExporter {
             } catch let error as StoreSyncError {
                 throw error
             } catch {
-                throw .exportFailed(path: context.url(spec.target).path, reason: "\(error)",
+                throw .exportFailed(path: context.url(PathTemplate.expand(spec.target, context.templateValues)).path, reason: "\(error)",
                                     remedy: "The previous file was left intact; the next run (or `storesync export`) writes it again",
                                     cause: error as? any Error & Sendable)
             }
         }
         for file in files { logger.debug("exported \(file.path) (\(file.rows) rows, \(file.bytes) bytes)") }
-        let removed = StaleFiles.sweep(specs, written: files, outputDirectory: context.outputDirectory)
+        // `keep: N` prunes only after every export succeeded, like the sweep: a failed night removes nothing.
+        for spec in specs {
+            guard let keep = context.keep[spec.target] else { continue }
+            let written = files.filter { $0.template == spec.target }.map(\.path)
+            for path in KeptFiles.prune(template: spec.target, keep: keep, written: written, outputDirectory: context.outputDirectory) {
+                logger.info("removed \(path): older than the newest \(keep) the export keeps (keep: \(keep))")
+            }
+        }
+        let removed = StaleFiles.sweep(specs, written: files, outputDirectory: context.outputDirectory, kept: Set(context.keep.keys))
         for path in removed { logger.info("removed \(path): its group (a genre or country) is no longer in the feed") }
         return files
     }
@@ -164,7 +184,7 @@ enum StaleFiles {
 
     /// Removes the stale files and records the new lists; returns the removed paths.
     @discardableResult
-    static func sweep(_ specs: [ExportSpec], written: [ExportedFile], outputDirectory: String) -> [String] {
+    static func sweep(_ specs: [ExportSpec], written: [ExportedFile], outputDirectory: String, kept: Set<String> = []) -> [String] {
         let root = URL(fileURLWithPath: outputDirectory).standardizedFileURL
         let manifestURL = root.appendingPathComponent(manifestName)
         var manifest: [String: JSONValue] = [:]
@@ -176,7 +196,8 @@ enum StaleFiles {
         for spec in specs {
             let template = spec.target
             let variables = PathTemplate.variables(in: template)
-            guard !variables.isDisjoint(with: ["genre", "country"]), !variables.contains("date") else { continue }
+            // Dated files are a history, and `keep: N` decides how much of it stays: never stale.
+            guard !variables.isDisjoint(with: ["genre", "country"]), !variables.contains("date"), !kept.contains(template) else { continue }
             let now = Set(written.filter { $0.template == template }.map { SnapshotExporter.relativePath($0.path, in: root.path) })
             let before = Set(manifest[template]?.arrayValue?.compactMap(\.stringValue) ?? [])
             for path in before.subtracting(now).sorted() {
@@ -193,6 +214,39 @@ enum StaleFiles {
             }
         }
         if changed { try? AtomicFile.write(CanonicalJSON.encode(.object(manifest)), to: manifestURL) }
+        return removed
+    }
+}
+
+/// `keep: N`: the dated files of one export beyond the newest N.
+///
+/// The files are those in the folder of tonight's file whose name the
+/// export's template could have produced (``PathTemplate/matches(_:template:)``),
+/// so nothing else in the folder is touched. Newest is by name, which for
+/// `{date}` (`yyyy-MM-dd`) is by date; tonight's file always stays, so
+/// `storesync export` of an older run does not delete what it just wrote.
+enum KeptFiles {
+    /// Removes the older files; returns the removed paths.
+    @discardableResult
+    static func prune(template: String, keep: Int, written: [String], outputDirectory: String) -> [String] {
+        let root = URL(fileURLWithPath: outputDirectory).standardizedFileURL.path + "/"
+        let pattern = String(template.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
+        let tonight = Set(written.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
+        var removed: [String] = []
+        func parent(of path: String) -> String { URL(fileURLWithPath: path).deletingLastPathComponent().path }
+        for folder in Set(tonight.map(parent(of:))).sorted() {
+            // Only inside the output folder (Invariant 7).
+            guard (folder + "/").hasPrefix(root) else { continue }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            let older = names.filter { PathTemplate.matches($0, template: pattern) }
+                .map { folder + "/" + $0 }
+                .filter { !tonight.contains($0) }
+                .sorted(by: >)
+            let room = max(0, keep - tonight.filter { parent(of: $0) == folder }.count)
+            for path in older.dropFirst(room) where (try? FileManager.default.removeItem(atPath: path)) != nil {
+                removed.append(path)
+            }
+        }
         return removed
     }
 }

@@ -120,7 +120,7 @@ extension SettingsReader {
 
     mutating func job(_ top: Fields, rules: JobFileRules, environment: [String: String] = [:]) -> JobSpec? {
         checkKeys(top, path: "", allowed: ["name", "store", "output", "simulator", "http", "sources", "exports",
-                                                  "retention", "artworkSize"])
+                                                  "retention", "artworkSize", "notify"])
         let name = string(top, "name", path: "", required: true)
         if let name, name.contains("/") { issue(value(top, "name"), "name", "must not contain '/'") }
         let store = string(top, "store", path: "", required: true)
@@ -155,6 +155,7 @@ extension SettingsReader {
             issue(anchor(top), "sources", "is required")
         }
         var exports: [ExportSpec] = []
+        var exportKeep: [String: Int] = [:]
         if let node = value(top, "exports") {
             if let sequence = node.sequence {
                 for (n, element) in sequence.enumerated() {
@@ -164,18 +165,38 @@ extension SettingsReader {
                             issue(element, "exports[\(n)]", "a job has at most one artwork export")
                         }
                         exports.append(export)
+                        if let keep = keep(element, path: "exports[\(n)]", export: export) { exportKeep[export.target] = keep }
                     }
                 }
             } else {
                 issue(node, "exports", "expected a list of exports")
             }
         }
+        let notify = value(top, "notify").flatMap { notifySpec($0, environment: environment) }
         guard let name, let store, let output else { return nil }
         var spec = JobSpec(
             name: name, file: file, storePath: resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
             sources: sources, exports: exports, retention: retention)
         if let artworkSize { spec.artworkSize = artworkSize }
+        spec.exportKeep = exportKeep
+        spec.notify = notify
         return spec
+    }
+
+    /// `keep: N` of an export: only for exports whose file name has `{date}`
+    /// in its last part (a new file each day), since only they pile up.
+    mutating func keep(_ node: JobNode, path: String, export: ExportSpec) -> Int? {
+        guard let fields = mapping(node, path: path), value(fields, "keep") != nil else { return nil }
+        guard let keep = int(fields, "keep", path: path, range: 1...100_000) else { return nil }
+        let parts = export.target.split(separator: "/", omittingEmptySubsequences: false)
+        let name = String(parts.last ?? "")
+        let folder = parts.dropLast().joined(separator: "/")
+        guard PathTemplate.variables(in: name).contains("date"), PathTemplate.variables(in: folder).isEmpty else {
+            issue(value(fields, "keep"), join(path, "keep"),
+                  "needs a file name with {date} (in the file's name, not its folder), e.g. path: changes-{date}.csv; got '\(export.target)'")
+            return nil
+        }
+        return keep
     }
 
     static let retentionDays = 1...36_500
@@ -435,22 +456,22 @@ extension SettingsReader {
         guard let kind = string(fields, "kind", path: path, required: true) else { return nil }
         switch kind {
         case "sqlite":
-            checkKeys(fields, path: path, allowed: ["kind", "path", "historyDays"])
+            checkKeys(fields, path: path, allowed: ["kind", "path", "historyDays", "keep"])
             var historyDays: Int? = ExportSpec.defaultHistoryDays
             if string(fields, "historyDays", path: path) == "all" {
                 historyDays = nil
             } else if value(fields, "historyDays") != nil {
                 historyDays = int(fields, "historyDays", path: path, range: 1...36500)
             }
-            return relativePath(fields, "path", path: path, default: nil).map { .sqlite(path: $0, historyDays: historyDays) }
+            return template(fields, "path", path: path, default: nil, allowed: ["date", "job"]).map { .sqlite(path: $0, historyDays: historyDays) }
         case "csv":
             checkKeys(fields, path: path, allowed: ["kind", "directory"] + Self.csvKeys)
             let options = csvOptions(fields, path: path)
-            return relativePath(fields, "directory", path: path, default: ".").map { .csvTables(directory: $0, options: options) }
+            return template(fields, "directory", path: path, default: ".", allowed: ["date", "job"]).map { .csvTables(directory: $0, options: options) }
         case "changes-csv":
-            checkKeys(fields, path: path, allowed: ["kind", "path"] + Self.csvKeys)
+            checkKeys(fields, path: path, allowed: ["kind", "path", "keep"] + Self.csvKeys)
             let options = csvOptions(fields, path: path)
-            return relativePath(fields, "path", path: path, default: "changes.csv").map { .csvChanges(path: $0, options: options) }
+            return template(fields, "path", path: path, default: "changes.csv", allowed: ["date", "job"]).map { .csvChanges(path: $0, options: options) }
         case "feed":
             checkKeys(fields, path: path, allowed: ["kind", "feed", "chart", "rss", "atom", "title", "selfURL", "atomURL", "link",
                                                     "description", "limit", "image", "author", "language", "owner",
@@ -491,7 +512,7 @@ extension SettingsReader {
             let title = string(fields, "title", path: path) ?? "Podcasts"
             return file.map { .opml(OPMLExportSpec(path: $0, title: title)) }
         case "run-report":
-            checkKeys(fields, path: path, allowed: ["kind", "path"])
+            checkKeys(fields, path: path, allowed: ["kind", "path", "keep"])
             return template(fields, "path", path: path, default: "report.json", allowed: ["date", "job"]).map { .runReport(path: $0) }
         case "metrics":
             checkKeys(fields, path: path, allowed: ["kind", "path"])

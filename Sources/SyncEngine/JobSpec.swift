@@ -26,6 +26,11 @@ public struct JobSpec: Sendable, Equatable {
     /// Settings that came from the environment (`STORESYNC_…`) or `--set`
     /// rather than the file, in the order they were applied.
     public var overrides: [AppliedOverride] = []
+    /// `keep: N` of exports with dated file names, by the export's template
+    /// (``ExportSpec/target``): older files of the template beyond the newest N are removed.
+    public var exportKeep: [String: Int] = [:]
+    /// The webhook told about the run (`notify:`); nil for none.
+    public var notify: NotifySpec?
 
     public init(
         name: String, file: String, storePath: String, outputDirectory: String,

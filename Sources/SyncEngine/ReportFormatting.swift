@@ -47,6 +47,7 @@ extension RunReport {
         for warning in warnings { lines.append("warning: \(warning)") }
         for notice in notices { lines.append("note: \(notice)") }
         for error in errors { lines.append("error: \(error)") }
+        if let notify { lines.append(notify.description) }
         return lines.joined(separator: "\n")
     }
 

@@ -55,6 +55,8 @@ public struct RunReport: Sendable {
     /// Sources and scopes the run's deadline left unfinished (the next run
     /// resumes this one there); empty when no deadline was hit.
     public var deadlineLeft: [String] = []
+    /// What became of the `notify:` webhook; nil when none was called.
+    public var notify: NotifyOutcome?
 
     /// Rows of the records table written by this run: always added + changed + removed.
     public var recordRowsWritten: Int { sources.reduce(0) { $0 + $1.counts.recordRowsWritten } }
@@ -111,6 +113,14 @@ public struct Runner: Sendable {
     public func run(_ options: RunOptions = RunOptions()) async throws(StoreSyncError) -> RunReport {
         try checkNight(options)
         if options.dryRun { return try await dryRun(options) }
+        guard job.notify != nil else { return try await runLocked(options) }
+        let result: Result<RunReport, StoreSyncError>
+        do { result = .success(try await runLocked(options)) } catch { result = .failure(error) }
+        // After the lock is released: a slow webhook never holds up the next run.
+        return try await notifyAfter(result).get()
+    }
+
+    func runLocked(_ options: RunOptions) async throws(StoreSyncError) -> RunReport {
         let lock = try environment.store.lock(job.storePath)
         defer { withExtendedLifetime(lock) {} }
         let evidence = try checkStoreExists(options)
@@ -238,6 +248,7 @@ public struct Runner: Sendable {
             if stale > 0 { logger.info("removed \(stale) temporary file(s) left by an interrupted export") }
             var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                         outputDirectory: job.outputDirectory)
+            context.keep = job.exportKeep
             context.artworkSize = job.artworkSize
             var exportError: StoreSyncError?
             // The mirror goes first: the feeds written next point at what it holds.

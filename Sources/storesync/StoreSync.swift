@@ -37,12 +37,27 @@ struct LoggingOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "For cron: print nothing when all went well; otherwise the summary, warnings and errors on standard error.")
     var quiet = false
 
+    @Option(name: .customLong("log-format"), help: "text (default) or json: JSON Lines on standard error, one object per log line, for log shippers.")
+    var logFormat: LogFormat = .text
+
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
     func bootstrap() {
         let level: Logger.Level = verbose ? .debug : (quiet ? .warning : .info)
+        let format = logFormat
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return ProgressAwareLogHandler(wrapped: handler)
+            switch format {
+            case .text:
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return ProgressAwareLogHandler(wrapped: handler)
+            case .json:
+                var handler = JSONLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return ProgressAwareLogHandler(wrapped: handler)
+            }
         }
     }
 }

@@ -75,8 +75,8 @@ import TestSupport
             #expect(source["removed"] == .int(Int64(counts.removed)))
         }
         let metrics = try String(contentsOf: out.appendingPathComponent("storesync.prom"), encoding: .utf8)
-        #expect(metrics.contains("storesync_run_success{job=\"exports\"} 1\n"))
-        #expect(metrics.contains("storesync_requests{job=\"exports\",kind=\"all\"} \(report.fetch.requests)\n"))
+        #expect(metrics.contains("storesync_run_success{storesync_job=\"exports\"} 1\n"))
+        #expect(metrics.contains("storesync_requests{storesync_job=\"exports\",kind=\"all\"} \(report.fetch.requests)\n"))
         // Every sample line is `name{labels} value` (Prometheus text format).
         for line in metrics.split(separator: "\n") where !line.hasPrefix("#") {
             #expect(line.wholeMatch(of: /[a-z_]+\{[^}]*\} -?[0-9.]+/) != nil, "\(line)")
