@@ -90,6 +90,19 @@ package enum SnapshotExporter {
     /// Writes every export, each to a temporary file renamed into place; the
     /// first failure stops the exports and leaves that file's previous version intact.
     package static func export(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
+        // Every file stays inside the output folder, symbolic links resolved (AtomicFile refuses the rest).
+        do {
+            return try AtomicFile.$confinedTo.withValue(URL(fileURLWithPath: context.outputDirectory)) {
+                try exportConfined(specs, context: context, logger: logger)
+            }
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .exportFailed(path: context.outputDirectory, reason: "\(error)")
+        }
+    }
+
+    private static func exportConfined(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
         var files: [ExportedFile] = []
         for spec in specs {
             do {
