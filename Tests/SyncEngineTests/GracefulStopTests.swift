@@ -30,6 +30,9 @@ import Darwin
           - { kind: run-report, path: report.json }
         """
 
+    /// Forty products, no latency: for what needs a store, not a slow crawl.
+    static let fastYAML = yaml.replacingOccurrences(of: "products: 400, faults: [\"latency:200\"]", with: "products: 40")
+
     @Test(.timeLimit(.minutes(3)))
     func sigtermStopsARunAtAPageBoundaryAndTheNextRunResumesIt() async throws {
         let job = try KillTestJob(label: "sig-run", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
@@ -118,7 +121,7 @@ import Darwin
     @Test(.timeLimit(.minutes(3)))
     func exportRemovesOnlyTheTemporariesOfDeadWriters() async throws {
         let job = try KillTestJob(label: "sig-export", binary: try StoresyncExecutable.locate(),
-                                  yaml: Self.yaml.replacingOccurrences(of: "faults: [\"latency:200\"]", with: "products: 40"))
+                                  yaml: Self.fastYAML)
         defer { try? FileManager.default.removeItem(at: job.directory) }
         let first = try await CLIConventionsTests().cli(job, ["run", job.jobPath, "--night", "1", "-q"])
         try #require(first.termination == .exited(0), "\(first)")
@@ -140,7 +143,7 @@ import Darwin
     @Test(.timeLimit(.minutes(3)), .enabled(if: ReadOnlyStore.canTest, "needs a non-root user, or setpriv to become one"))
     func statusAndChangesReadAStoreInAReadOnlyFolder() async throws {
         let job = try KillTestJob(label: "ro-status", binary: try StoresyncExecutable.locate(),
-                                  yaml: Self.yaml.replacingOccurrences(of: "faults: [\"latency:200\"]", with: "products: 40"))
+                                  yaml: Self.fastYAML)
         defer {
             try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: job.directory.appendingPathComponent("store").path)
             try? FileManager.default.removeItem(at: job.directory)
