@@ -95,6 +95,9 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
         public static let historyMissing = Code("history-missing")
         /// The command's arguments contradict the state they act on (e.g. `--new-store` on a store with history).
         public static let invalidArguments = Code("invalid-arguments")
+        /// The run was asked to stop (SIGTERM/SIGINT) and stopped at a page
+        /// boundary, unfinished; the next run resumes it.
+        public static let interrupted = Code("interrupted")
     }
 
     public var code: Code

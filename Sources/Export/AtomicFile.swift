@@ -23,6 +23,12 @@ import Darwin
 /// }
 /// ```
 package enum AtomicFile {
+    /// The folder every write must stay inside, once symbolic links are
+    /// resolved (the job's output folder, set by the exports around their
+    /// writes); nil: anywhere. A file reached through a link that leads
+    /// outside it is refused, naming the link and its target.
+    @TaskLocal package static var confinedTo: URL?
+
     /// Atomically replaces (or creates) the file at `url` with what `body` writes.
     ///
     /// Missing parent directories are created. New files get mode `0666` minus the
@@ -46,6 +52,7 @@ package enum AtomicFile {
         guard !name.isEmpty, name != "/", name != ".", name != ".." else {
             throw ExportError.invalidInput(path: destination.path, reason: "not a file name")
         }
+        try checkConfinement(directory)
         try createDirectories(directory)
 
         let tempURL = directory.appendingPathComponent(temporaryName(for: name))
@@ -82,6 +89,7 @@ package enum AtomicFile {
     package static func temporaryURL(for url: URL) throws -> URL {
         let destination = url.standardizedFileURL
         let directory = destination.deletingLastPathComponent()
+        try checkConfinement(directory)
         try createDirectories(directory)
         return directory.appendingPathComponent(temporaryName(for: destination.lastPathComponent))
     }
@@ -130,8 +138,8 @@ package enum AtomicFile {
     /// Removes temporary files left next to `url` by writers that were killed
     /// (`kill -9`, power loss) before they could clean up. Returns how many were removed.
     ///
-    /// Only call this while holding the run lock (DESIGN Invariant 5): a temporary
-    /// file of a writer that is still running would be removed too.
+    /// Only temporaries whose writer is gone (``isStale(_:)``): one another
+    /// live process is writing (another job sharing the folder) is left alone.
     @discardableResult
     package static func removeStaleTemporaries(for url: URL) -> Int {
         let destination = url.standardizedFileURL
@@ -140,22 +148,109 @@ package enum AtomicFile {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return 0 }
         var removed = 0
         for name in names where name.hasPrefix(prefix) {
-            if unlink(directory.appendingPathComponent(name).path) == 0 { removed += 1 }
+            let path = directory.appendingPathComponent(name).path
+            if isStale(path), unlink(path) == 0 { removed += 1 }
         }
         return removed
     }
 
-    /// Removes every temporary file of ours anywhere under `directory` (per-genre
-    /// feed names are not known in advance). Same rule: only under the run lock.
+    /// Removes every stale temporary file of ours anywhere under `directory`
+    /// (per-genre feed names are not known in advance): only our naming
+    /// (`.<name>.tmp-<pid>-<16 hex digits>`) and only where ``isStale(_:)``.
     @discardableResult
     package static func removeStaleTemporaries(under directory: URL) -> Int {
+        removeTemporaries(under: directory) { isStale($0) }
+    }
+
+    /// Removes the temporary files this process is writing under `directory`:
+    /// for a process about to exit on a signal, whose writers will never finish.
+    @discardableResult
+    package static func removeOwnTemporaries(under directory: URL) -> Int {
+        let mine = getpid()
+        return removeTemporaries(under: directory) { writerPID(ofTemporary: ($0 as NSString).lastPathComponent) == mine }
+    }
+
+    private static func removeTemporaries(under directory: URL, where shouldRemove: (String) -> Bool) -> Int {
+        // Not following symbolic links: nothing outside the folder is ours to remove.
         guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { return 0 }
         var removed = 0
         for case let url as URL in walker {
             let name = url.lastPathComponent
-            if name.hasPrefix("."), name.contains(".tmp-"), unlink(url.path) == 0 { removed += 1 }
+            guard writerPID(ofTemporary: name) != nil else { continue }
+            if shouldRemove(url.path), unlink(url.path) == 0 { removed += 1 }
         }
         return removed
+    }
+
+    /// The writer's process id in a temporary name of ours
+    /// (`.<name>.tmp-<pid>-<16 hex digits>`); nil for any other name.
+    static func writerPID(ofTemporary name: String) -> pid_t? {
+        guard name.hasPrefix("."), let marker = name.range(of: ".tmp-", options: .backwards) else { return nil }
+        let parts = name[marker.upperBound...].split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[1].count == 16, parts[1].allSatisfy(\.isHexDigit),
+              let pid = pid_t(parts[0]), pid > 0 else { return nil }
+        return pid
+    }
+
+    /// Temporaries older than this are stale even if a process with the
+    /// writer's id runs: a writer keeps its file growing, and the id may have
+    /// been reused by an unrelated process since a crash.
+    static let abandonedAfterSeconds: TimeInterval = 24 * 3600
+
+    /// Whether the temporary at `path` was left by a writer that is gone: its
+    /// process no longer exists, or the file has not changed for a day.
+    /// Never this process's own temporaries.
+    static func isStale(_ path: String) -> Bool {
+        guard let pid = writerPID(ofTemporary: (path as NSString).lastPathComponent), pid != getpid() else { return false }
+        if !processExists(pid) { return true }
+        guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date else { return false }
+        return Date().timeIntervalSince(modified) > abandonedAfterSeconds
+    }
+
+    /// Whether a process with id `pid` exists (`kill(pid, 0)`; EPERM means it
+    /// exists under another user).
+    package static func processExists(_ pid: pid_t) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// Refuses to write into `directory` when, with symbolic links resolved,
+    /// it is not inside ``confinedTo``: a link inside the output folder (e.g.
+    /// `feeds -> /tmp/elsewhere`) must not carry writes outside it. Checked
+    /// on the deepest folder that exists, before any folder is created.
+    static func checkConfinement(_ directory: URL) throws {
+        guard let root = confinedTo else { return }
+        let rootPath = root.standardizedFileURL.path
+        guard let realRoot = realPath(rootPath) else { return }  // not created yet: nothing there to lead elsewhere
+        var existing = directory.standardizedFileURL
+        while !FileManager.default.fileExists(atPath: existing.path), existing.path != "/" {
+            existing = existing.deletingLastPathComponent()
+        }
+        guard let real = realPath(existing.path) else { return }
+        let inside = real == realRoot || real.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/")
+        guard !inside else { return }
+        // Name the link that leads out: the first component below the root that is one.
+        var link = existing.path
+        var walked = URL(fileURLWithPath: rootPath)
+        let below = existing.path.hasPrefix(rootPath + "/") ? existing.path.dropFirst(rootPath.count + 1).split(separator: "/") : []
+        for component in below {
+            walked.appendPathComponent(String(component))
+            if (try? FileManager.default.destinationOfSymbolicLink(atPath: walked.path)) != nil {
+                link = walked.path
+                break
+            }
+        }
+        let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) ?? real
+        throw ExportError.invalidInput(
+            path: directory.path,
+            reason: "refused: the symbolic link \(link) -> \(target) leads outside the output folder \(rootPath) (to \(real)); "
+                + "nothing is written through it. Replace the link with a folder, or point the job's output at \(real)")
+    }
+
+    /// `path` with every symbolic link resolved (`realpath(3)`); nil when it does not exist.
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     private static func createDirectories(_ directory: URL) throws {

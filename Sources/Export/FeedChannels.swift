@@ -48,10 +48,12 @@ struct FeedDirectory {
     /// The channel of one file of `spec`: the job's own values first, then
     /// what its items say (their storefront's language, their categories,
     /// their artwork), so every podcast feed has what Apple requires.
-    func channel(_ spec: FeedExportSpec, group: FeedExport.Group, values: [String: String], items: [FeedItem],
+    func channel(_ spec: FeedExportSpec, group: FeedExport.Group, values: [String: String], nameValues: [String: String]? = nil,
+                 items: [FeedItem],
                  context: ExportContext) -> FeedChannel {
         let title = FeedExport.rawExpand(spec.title, values)
-        let selfURL = PathTemplate.expand(spec.selfURL, values)
+        // URLs name the group's file, which a colliding name made distinct (FeedExport.distinctNames).
+        let selfURL = PathTemplate.expand(spec.selfURL, nameValues ?? values)
         var categories = spec.categories
         if categories.isEmpty, let genre = group.values["genre"] {
             categories = applePath(genreID: nil, name: genre).map { [$0] } ?? []
@@ -64,7 +66,7 @@ struct FeedDirectory {
         // `write` already resized the job's own image and pointed it at the mirror.
         let image = spec.imageURL ?? items.lazy.compactMap(\.imageURL).first
         var channel = FeedChannel(
-            title: title, link: PathTemplate.expand(spec.link, values),
+            title: title, link: PathTemplate.expand(spec.link, nameValues ?? values),
             description: FeedExport.rawExpand(spec.description, values), language: language,
             selfURL: selfURL, imageURL: image, author: spec.author ?? spec.ownerName,
             categories: categories, explicit: spec.explicit ?? items.contains { $0.explicit == true },

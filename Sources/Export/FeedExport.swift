@@ -1,5 +1,6 @@
 import Catalog
 import Foundation
+import Logging
 import Snapshot
 
 /// Feeds and OPML over the snapshot: which records a feed lists, how they
@@ -35,34 +36,38 @@ enum FeedExport {
         var files: [ExportedFile] = []
         let original = hiResImage(spec, context: context)
         let spec = mirroringArtwork(original, context: context)
-        for plain in try groups(original, grouping: grouping, context: context, keepAll: spec.archive, directory: directory) {
+        let all = try groups(original, grouping: grouping, context: context, keepAll: spec.archive, directory: directory)
+        let names = distinctNames(all.map(\.values), template: template, logger: context.logger)
+        for (plain, distinct) in zip(all, names) {
             let group = mirroringArtwork(plain, context: context)
             var values = group.values
             values["date"] = dateStamp(context.runDate)
             values["job"] = context.jobName
+            // Titles show the group's own values; file names and URLs the distinct ones.
+            let nameValues = values.merging(distinct) { $1 }
             let current = Array(group.items.prefix(spec.limit))
-            let channel = directory.channel(spec, group: group, values: values, items: current, context: context)
+            let channel = directory.channel(spec, group: group, values: values, nameValues: nameValues, items: current, context: context)
             // Archive pages are never rewritten but the mirror evicts what is no longer
             // published, so they name the artwork where it lives, not the mirror's copy.
-            let archiveChannel = directory.channel(original, group: plain, values: values,
+            let archiveChannel = directory.channel(original, group: plain, values: values, nameValues: nameValues,
                                                    items: Array(plain.items.prefix(spec.limit)), context: context)
             let older = Array(plain.items.dropFirst(spec.limit))
             if let rss = spec.rssPath {
-                let url = try PathTemplate.resolve(rss, values: values, inside: context.outputDirectory)
+                let url = try PathTemplate.resolve(rss, values: nameValues, inside: context.outputDirectory)
                 var rssChannel = channel
                 if spec.archive {
-                    let archive = try FeedArchive(feed: url, format: .rss, spec: spec, values: values, context: context)
+                    let archive = try FeedArchive(feed: url, format: .rss, spec: spec, values: nameValues, context: context)
                     files += try archive.write(older: older, channel: archiveChannel,
                                                podcast: spec.kind.isSubscribable, current: &rssChannel)
                 }
                 files.append(try writeRSS(spec, channel: rssChannel, items: current, to: url, context: context))
             }
             if let atom = spec.atomPath {
-                let url = try PathTemplate.resolve(atom, values: values, inside: context.outputDirectory)
+                let url = try PathTemplate.resolve(atom, values: nameValues, inside: context.outputDirectory)
                 var atomChannel = channel
-                atomChannel.selfURL = PathTemplate.expand(spec.atomURL ?? spec.selfURL, values)
+                atomChannel.selfURL = PathTemplate.expand(spec.atomURL ?? spec.selfURL, nameValues)
                 if spec.archive {
-                    let archive = try FeedArchive(feed: url, format: .atom, spec: spec, values: values, context: context)
+                    let archive = try FeedArchive(feed: url, format: .atom, spec: spec, values: nameValues, context: context)
                     var atomArchiveChannel = archiveChannel
                     atomArchiveChannel.selfURL = atomChannel.selfURL
                     files += try archive.write(older: older, channel: atomArchiveChannel, podcast: false, current: &atomChannel)
@@ -413,8 +418,9 @@ enum FeedExport {
         var files: [ExportedFile] = []
         let values = ["date": dateStamp(context.runDate), "job": context.jobName]
         if PathTemplate.variables(in: spec.path).contains("genre") {
-            for group in groups {
-                let url = try PathTemplate.resolve(spec.path, values: values.merging(["genre": group.genre]) { $1 }, inside: context.outputDirectory)
+            let names = distinctNames(groups.map { ["genre": $0.genre] }, template: spec.path, logger: context.logger)
+            for (group, distinct) in zip(groups, names) {
+                let url = try PathTemplate.resolve(spec.path, values: values.merging(distinct) { $1 }, inside: context.outputDirectory)
                 let result = try FeedWriters.writeOPML(title: "\(spec.title): \(group.genre)", date: context.runDate,
                                                        groups: [(group.genre, group.feeds.map(opmlFeed))], nested: false, to: url)
                 files.append(ExportedFile(path: url.path, bytes: result.bytes, rows: result.count))
@@ -426,6 +432,40 @@ enum FeedExport {
             files.append(ExportedFile(path: url.path, bytes: result.bytes, rows: result.count))
         }
         return files
+    }
+
+    /// The group values to name each group's file with: its own, unless an
+    /// earlier group's (in the groups' stable order) sanitise to the same file
+    /// name ("Rock & Roll" and "Rock  Roll" both give `Rock-Roll`); then each
+    /// value gets a hash of itself appended, so the name is distinct and the
+    /// same every night while both groups exist, and a warning says so.
+    static func distinctNames(_ groups: [[String: String]], template: String, logger: Logger?) -> [[String: String]] {
+        var taken: [String: [String: String]] = [:]
+        return groups.map { values in
+            let name = PathTemplate.expand(template, values)
+            guard let first = taken[name], first != values else {
+                taken[name] = values
+                return values
+            }
+            var distinct = values
+            for (key, value) in values { distinct[key] = "\(value) \(stableHash(value))" }
+            let renamed = PathTemplate.expand(template, distinct)
+            taken[renamed] = distinct
+            logger?.warning("\(describe(values)) and \(describe(first)) both make the file name \(name); \(describe(values)) is written to \(renamed)")
+            return distinct
+        }
+    }
+
+    private static func describe(_ values: [String: String]) -> String {
+        values.sorted { $0.key < $1.key }.map { "\($0.key) \"\($0.value)\"" }.joined(separator: ", ")
+    }
+
+    /// 8 hex digits of FNV-1a over the value's UTF-8: the same on every machine and night.
+    static func stableHash(_ value: String) -> String {
+        var hash: UInt32 = 0x811C_9DC5
+        for byte in value.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 8 - hex.count) + hex
     }
 
     /// A podcast's OPML outline and what it is sorted by.

@@ -24,6 +24,8 @@ package struct ExportContext: Sendable {
     package var imageSize: @Sendable (String) -> (width: Int, height: Int)? = { _ in nil }
     /// The job's `artworkSize`: what store artwork URLs in feeds are rewritten to.
     package var artworkSize = ArtworkURL.defaultSize
+    /// Where exports log what needs a look but fails nothing (colliding file names).
+    package var logger: Logger?
     /// What the lint found in this run's feeds, for the run report.
     package var lint: [(file: String, finding: FeedLint)] = []
     /// `keep: N` of the job's exports, by the export's template (``ExportSpec/target``):
@@ -93,6 +95,21 @@ package enum SnapshotExporter {
     /// Writes every export, each to a temporary file renamed into place; the
     /// first failure stops the exports and leaves that file's previous version intact.
     package static func export(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
+        // Every file stays inside the output folder, symbolic links resolved (AtomicFile refuses the rest).
+        do {
+            var context = context
+            context.logger = context.logger ?? logger
+            return try AtomicFile.$confinedTo.withValue(URL(fileURLWithPath: context.outputDirectory)) {
+                try exportConfined(specs, context: context, logger: logger)
+            }
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .exportFailed(path: context.outputDirectory, reason: "\(error)")
+        }
+    }
+
+    private static func exportConfined(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
         var files: [ExportedFile] = []
         for spec in specs {
             do {

@@ -1,5 +1,10 @@
 import Catalog
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import GRDB
 import Synchronization
 
@@ -88,7 +93,13 @@ package final class SQLiteSnapshotStore: SnapshotStore {
             var configuration = Configuration()
             configuration.readonly = true
             configuration.busyMode = .timeout(10)
-            queue = try DatabaseQueue(path: path, configuration: configuration)
+            if let immutable = immutableFilename(path) {
+                // A SQLite built without URI filenames takes it for a file name and fails: the plain open follows.
+                queue = try (try? DatabaseQueue(path: immutable, configuration: configuration))
+                    ?? DatabaseQueue(path: path, configuration: configuration)
+            } else {
+                queue = try DatabaseQueue(path: path, configuration: configuration)
+            }
             (complete, superseded) = try queue.read { db in
                 (try Schema.migrator.hasCompletedMigrations(db), try Schema.migrator.hasBeenSuperseded(db))
             }
@@ -103,6 +114,23 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                            + "upgrade it: `storesync run` the job once (it migrates under the run lock), then read it")
         }
         return queue
+    }
+
+    /// The URI filename that opens the store at `path` as immutable, when that
+    /// is both needed and true: its folder is not writable (so no run can
+    /// write there: a run must create the `-wal` beside it) and no `-wal` is
+    /// there. A WAL-mode store read through SQLite's read-only mode needs a
+    /// `-shm` beside it, which such a folder cannot take (SQLite error 8,
+    /// "attempt to write a readonly database"); an immutable one needs none
+    /// and takes no locks. Nil otherwise: read-only mode (`SQLITE_OPEN_READONLY`)
+    /// then sees a run's committed pages while it writes.
+    static func immutableFilename(_ path: String) -> String? {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        let folder = (absolute as NSString).deletingLastPathComponent
+        guard !FileManager.default.fileExists(atPath: absolute + "-wal"),
+              access(folder, W_OK) != 0,
+              let encoded = absolute.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { return nil }
+        return "file:\(encoded)?mode=ro&immutable=1"
     }
 
     func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
@@ -256,6 +284,14 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         try wrap {
             try pool.write { db in
                 try db.execute(sql: "UPDATE runs SET status = 'failed', message = ? WHERE id = ?", arguments: [message, runID])
+            }
+        }
+    }
+
+    package func markInterrupted(_ runID: Int64, message: String) throws(StoreSyncError) {
+        try wrap {
+            try pool.write { db in
+                try db.execute(sql: "UPDATE runs SET message = ? WHERE id = ? AND status = 'running'", arguments: [message, runID])
             }
         }
     }

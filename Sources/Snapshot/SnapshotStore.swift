@@ -40,6 +40,11 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// An export failed: the run says so, and the next start retries the exports (not the crawl).
     func markExportFailed(_ runID: Int64, message: String) throws(StoreSyncError)
 
+    /// The run was stopped early on request (a signal) at a page boundary: it
+    /// stays unfinished (`running`, so the next start resumes it as after a
+    /// kill) and `message` says why.
+    func markInterrupted(_ runID: Int64, message: String) throws(StoreSyncError)
+
     /// Every export of the run is written: the run is done, with its crawl's
     /// verdict as its status, or `status` when the exports lowered it (a feed
     /// that breaks Apple's rules makes an ok crawl a partial run).

@@ -1,5 +1,10 @@
 import Catalog
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How a job's snapshot is reached: opening it, its run lock, and a
 /// throwaway copy for a dry run. The engine asks its environment for one and
@@ -98,7 +103,9 @@ public struct SQLiteBackend: StoreBackend {
     /// SQLite's online backup into a temporary folder: consistent even while
     /// a nightly run writes, and it needs no lock, so it never blocks cron.
     public func openCopy(_ location: String) throws(StoreSyncError) -> (store: any SnapshotStore, discard: @Sendable () -> Void) {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("storesync-dry-run-\(UUID().uuidString)")
+        Self.removeStaleDryRunCopies()
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(Self.dryRunPrefix)\(getpid())-\(UUID().uuidString)")
         let discard: @Sendable () -> Void = { try? FileManager.default.removeItem(at: folder) }
         let copyPath = folder.appendingPathComponent("snapshot.sqlite").path
         do {
@@ -109,5 +116,27 @@ public struct SQLiteBackend: StoreBackend {
             discard()
             throw error
         }
+    }
+
+    /// Dry-run copies live in the temporary folder as `storesync-dry-run-<pid>-<uuid>`:
+    /// the writer's id says whether the copy's owner is still running.
+    static let dryRunPrefix = "storesync-dry-run-"
+
+    /// Removes the dry-run copies under the temporary folder whose process is
+    /// gone (killed before it could discard its copy), or only this process's
+    /// own (`own`: a process exiting at once on a second signal). Returns how many.
+    @discardableResult
+    public static func removeStaleDryRunCopies(own: Bool = false) -> Int {
+        let temporary = FileManager.default.temporaryDirectory
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: temporary.path) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(dryRunPrefix) {
+            // Copies named before the process id was part of the name are left alone: whose they are is unknown.
+            guard let pid = pid_t(name.dropFirst(dryRunPrefix.count).prefix { $0 != "-" }), pid > 0 else { continue }
+            let alive = kill(pid, 0) == 0 || errno == EPERM
+            let remove = own ? pid == getpid() : (pid != getpid() && !alive)
+            if remove, (try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))) != nil { removed += 1 }
+        }
+        return removed
     }
 }

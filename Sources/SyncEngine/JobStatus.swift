@@ -41,7 +41,9 @@ public struct JobStatus: Sendable {
         for run in runs {
             let counts = self.counts[run.id] ?? []
             table.append([
-                "\(run.id)" + (run.attempts > 1 ? " (×\(run.attempts))" : ""), run.night.map(String.init) ?? "-", run.status.rawValue,
+                "\(run.id)" + (run.attempts > 1 ? " (×\(run.attempts))" : ""), run.night.map(String.init) ?? "-",
+                // Unfinished and nobody running it: killed or stopped by a signal; the next run resumes it.
+                run.status == .running && lockedBy == nil ? "interrupted" : run.status.rawValue,
                 formatter.string(from: run.startedAt), String(format: "%.1f", run.totals.seconds),
                 "\(run.totals.requests.requests)", "\(run.totals.requests.notModified)",
                 "\(counts.reduce(0) { $0 + $1.added })", "\(counts.reduce(0) { $0 + $1.changed })",

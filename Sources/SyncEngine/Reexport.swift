@@ -14,6 +14,9 @@ public enum Reexport {
         guard backend.exists(job.storePath) else {
             throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
         }
+        // Left by an export or run that was killed while it wrote (their writers are gone).
+        let stale = AtomicFile.removeStaleTemporaries(under: URL(fileURLWithPath: job.outputDirectory))
+        if stale > 0 { logger.info("removed \(stale) temporary file(s) left by an interrupted export") }
         let store = try backend.open(job.storePath)
         try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
         guard let run = try store.runs(limit: 50).first(where: { $0.status != .running }) else {

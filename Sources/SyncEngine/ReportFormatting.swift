@@ -10,7 +10,12 @@ extension RunReport {
         var head = "storesync: job \(job), run \(runID)"
         if let night { head += ", simulated night \(night)" }
         if resumed { head += " (resumed)" }
-        head += ": \(outcome.rawValue) in \(String(format: "%.2f", seconds)) s"
+        if let interrupted {
+            head += ": interrupted by \(interrupted) after \(String(format: "%.2f", seconds)) s"
+                + (dryRun ? "" : "; unfinished, the next run resumes it (no removal pass ran, nothing was exported)")
+        } else {
+            head += ": \(outcome.rawValue) in \(String(format: "%.2f", seconds)) s"
+        }
         if dryRun { head += " (dry run: nothing was written; these are the changes a run would make)" }
         lines.append(head)
         let header = ["source", "kind", "pages", "requests", "added", "changed", "unchanged", "removed", "seconds"]

@@ -57,6 +57,10 @@ public struct RunReport: Sendable {
     public var deadlineLeft: [String] = []
     /// What became of the `notify:` webhook; nil when none was called.
     public var notify: NotifyOutcome?
+    /// Why the run stopped early (``RunOptions/stop``, e.g. "SIGTERM"); nil when
+    /// it ran to its end. An interrupted run is left unfinished (outcome
+    /// `running`): no removal pass, no export; the next run resumes it.
+    public var interrupted: String?
 
     /// Rows of the records table written by this run: always added + changed + removed.
     public var recordRowsWritten: Int { sources.reduce(0) { $0 + $1.counts.recordRowsWritten } }
@@ -85,13 +89,18 @@ public struct RunOptions: Sendable {
     /// real history (about 270 years of nightly runs). Larger values once sent the
     /// simulator into hours of date arithmetic without a word.
     public static let nightRange = 1...100_000
+    /// Asked to stop early (the CLI sets it on SIGTERM/SIGINT): the run stops
+    /// at the next page boundary, unfinished, and returns a report whose
+    /// ``RunReport/interrupted`` says why; the next run resumes it.
+    public var stop: RunStop?
 
     public init(night: Int? = nil, dryRun: Bool = false, newStore: Bool = false,
-                progress: (@Sendable (RunProgress) -> Void)? = nil) {
+                progress: (@Sendable (RunProgress) -> Void)? = nil, stop: RunStop? = nil) {
         self.night = night
         self.dryRun = dryRun
         self.newStore = newStore
         self.progress = progress
+        self.stop = stop
     }
 }
 
@@ -212,6 +221,9 @@ public struct Runner: Sendable {
                 logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
             }
             phase = try await crawl(run: run, store: store, options: options)
+            if let reason = options.stop?.requested {
+                return try interruptedReport(run: run, phase: phase, reason: reason, store: store, started: started)
+            }
             if !phase.deadlineLeft.isEmpty {
                 return try deadlineReport(run: run, phase: phase, store: store, started: started)
             }
@@ -358,6 +370,28 @@ public struct Runner: Sendable {
         return report
     }
 
+    /// The report of a run stopped by ``RunOptions/stop`` after its crawl
+    /// stopped: the run stays unfinished in the store (resumed by the next
+    /// run), with a message saying why, and nothing is exported.
+    func interruptedReport(run: RunInfo, phase: CrawlPhase, reason: String, store: any SnapshotStore,
+                           started: Double) throws(StoreSyncError) -> RunReport {
+        let message = "interrupted by \(reason) at \(ISO8601DateFormatter().string(from: environment.now())); the next run resumes it"
+        try store.markInterrupted(run.id, message: message)
+        logger.notice("run \(run.id) \(message)")
+        var phase = phase
+        let counts = try store.sourceCounts(runID: run.id)
+        for index in phase.sources.indices {
+            phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
+        }
+        var report = RunReport(
+            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: .running,
+            sources: phase.sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings,
+            errors: phase.errors.filter { !$0.contains("stopped before this page") },
+            seconds: clock.now() - started)
+        report.interrupted = reason
+        return report
+    }
+
     /// Lint findings as report lines: requirements (and withheld feeds) as
     /// warnings, recommendations as notes, a few per file and a count after.
     static func lintReport(_ files: [ExportedFile], outputDirectory: String) -> (warnings: [String], notices: [String]) {
@@ -416,6 +450,7 @@ public struct Runner: Sendable {
         // Measured from this start: a resumed run gets the whole budget again.
         let deadline = deadlineMinutes.map { clock.now() + $0 * 60 }
         for source in job.sources {
+            if options.stop?.isRequested == true { break }
             if !phase.deadlineLeft.isEmpty {
                 // The deadline passed in an earlier source: this one is not started.
                 phase.deadlineLeft.append("\(source.name) (not started)")
@@ -430,7 +465,7 @@ public struct Runner: Sendable {
             } ?? false
             let report = await crawl(source: source, baseURL: session.baseURL, run: run, store: store, fetcher: fetcher,
                                      upstreamComplete: upstreamComplete, progress: options.progress, deadline: deadline,
-                                     deadlineLeft: &phase.deadlineLeft, warnings: &phase.warnings)
+                                     deadlineLeft: &phase.deadlineLeft, stop: options.stop, warnings: &phase.warnings)
             phase.errors += report.errors
             phase.sources.append(report)
         }
@@ -456,7 +491,7 @@ public struct Runner: Sendable {
     /// `baseURL` is where the run's services are (nil: the real ones).
     func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: any SnapshotStore, fetcher: Fetcher,
                upstreamComplete: Bool = false, progress: (@Sendable (RunProgress) -> Void)?,
-               deadline: Double? = nil, deadlineLeft: inout [String],
+               deadline: Double? = nil, deadlineLeft: inout [String], stop: RunStop? = nil,
                warnings: inout [String]) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
@@ -481,7 +516,7 @@ public struct Runner: Sendable {
         let crawler = SourceCrawler(
             source: source, run: run, store: store, fetcher: fetcher,
             breakers: HostCircuitBreakers(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
-            concurrency: job.http.concurrency, progress: progress, deadline: deadline)
+            concurrency: job.http.concurrency, progress: progress, deadline: deadline, stop: stop)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
         // The first load of an empty snapshot builds its key index once at the end.
         let bulkLoad = (try? store.beginBulkLoad()) ?? false
@@ -492,6 +527,15 @@ public struct Runner: Sendable {
             } catch {
                 result.errors.append(error.description)
             }
+        }
+        if stop?.isRequested == true {
+            // Stopped as a kill at a page boundary would: no pending inputs, follow-ups or
+            // removal pass are decided on a partial crawl; the resumed run does them.
+            report.scopesTotal = result.scopesTotal
+            report.scopesComplete = result.scopesComplete
+            report.errors = result.errors
+            progress?(.sourceFinished(source: source.name))
+            return report
         }
         if !result.deadlineLeft.isEmpty {
             // Stopped at a page boundary, like a kill but on purpose: no follow-ups and no

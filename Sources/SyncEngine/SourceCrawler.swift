@@ -82,6 +82,9 @@ struct SourceCrawler: Sendable {
     let progress: (@Sendable (RunProgress) -> Void)?
     /// When (on `clock`) the run's deadline passes: no page is asked for after it.
     var deadline: Double? = nil
+    /// Set when the run is asked to stop (a signal): no new page is fetched
+    /// and pages not yet applied are abandoned; the scopes stay unfinished.
+    var stop: RunStop? = nil
 
     /// Pages a scope may fetch ahead of its turn to be applied.
     static let prefetchPages = 2
@@ -163,6 +166,11 @@ struct SourceCrawler: Sendable {
             }
             for _ in 0..<max(1, concurrency) { startProducer() }
             for (slot, index) in pending.enumerated() {
+                if stop?.isRequested == true {
+                    // Producers already started (or blocked on a full channel) end at their next send.
+                    channels.forEach { $0.cancel() }
+                    break
+                }
                 if await consume(scope: scopes[index], channel: channels[slot], into: &result) {
                     result.scopesComplete += 1
                     result.settled.insert(scopes[index].id)
@@ -189,6 +197,11 @@ struct SourceCrawler: Sendable {
                     throw StoreSyncError(.deadlineReached, "the run's deadline passed before page \(index) was asked for",
                                          place: .scope(source: source.name, scope: scope.id),
                                          remedy: "The scope is left unfinished, not failed; the next run resumes it at this page")
+                }
+                if let reason = stop?.requested {
+                    // Not a failure of the scope: its consumer abandons it without recording an end.
+                    throw StoreSyncError(.interrupted, "stopped before this page (\(reason))",
+                                         place: .scope(source: source.name, scope: scope.id))
                 }
                 let host = scope.pageURL(index)?.host?.lowercased() ?? ""
                 let breaker = breakers.breaker(for: host)
@@ -324,6 +337,11 @@ struct SourceCrawler: Sendable {
         var lacksItems = false
         var recovered: String?
         while let message = await channel.next() {
+            if stop?.isRequested == true {
+                // Abandoned whole: what was applied stays, the scope stays unfinished and resumes next run.
+                channel.cancel()
+                return false
+            }
             switch message {
             case .page(let index, let fetched, let requests, let isLast):
                 // Requests are booked with the page, so a resumed run counts each

@@ -23,7 +23,8 @@ struct StoreSync: AsyncParsableCommand {
             jobs/demo.yml runs everything against the embedded simulator, with no network.
 
             Exit codes: 0 ok · 1 failed · 2 partial (something was left out; nothing was removed on the strength of it) \
-            · 3 another run holds the store's lock · 64 invalid job file or arguments.
+            · 3 another run holds the store's lock · 64 invalid job file or arguments \
+            · 130/143 stopped by SIGINT/SIGTERM (a run stops at a page boundary and resumes next time).
             """,
         version: StoreSyncVersion.current,
         subcommands: [Run.self, Status.self, Changes.self, Export.self, Validate.self, Simulate.self, BenchCommand.self, BenchTask.self]
@@ -111,7 +112,9 @@ struct Run: AsyncParsableCommand {
         let logger = Logger(label: "storesync")
         do {
             let spec = try Wiring.load(job, sets: overrides.sets)
-            var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore)
+            let signals = GracefulStop(job: spec)
+            defer { withExtendedLifetime(signals) {} }
+            var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore, stop: signals.stop)
             options.deadlineMinutes = deadline
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
@@ -132,6 +135,7 @@ struct Run: AsyncParsableCommand {
                 for warning in report.warnings { printToStandardError("warning: \(warning)") }
                 for error in report.errors { printToStandardError("error: \(error)") }
             }
+            if let reason = report.interrupted { throw ExitCode(GracefulStop.exitCode(forReason: reason)) }
             if report.outcome != .ok { throw ExitCode(report.outcome.exitCode) }
         } catch let error as StoreSyncError {
             printError(error.description)
@@ -226,6 +230,8 @@ struct Export: AsyncParsableCommand {
         var lintFailed = false
         do {
             let spec = try Wiring.load(job, sets: overrides.sets)
+            let signals = GracefulStop(job: spec, exitAtFirst: true)
+            defer { withExtendedLifetime(signals) {} }
             let files = try Reexport.run(job: spec, logger: Logger(label: "storesync"))
             let lint = Reexport.lintLines(files, outputDirectory: spec.outputDirectory)
             // -q: only what needs a look (the lint's warnings, on stderr).

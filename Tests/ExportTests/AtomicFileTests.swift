@@ -148,14 +148,50 @@ private struct BodyFailure: Error, Equatable {}
     }
 
     @Test func removesStaleTemporariesOnlyForThatFile() throws {
+        let dead = try deadProcessID()
         try withTemporaryDirectory { dir throws in
             let url = dir.appendingPathComponent("feed.xml")
-            for name in [".feed.xml.tmp-1-abc", ".feed.xml.tmp-2-def", ".other.xml.tmp-1-abc", "feed.xml"] {
+            let hex = "0123456789abcdef"
+            for name in [".feed.xml.tmp-\(dead)-\(hex)", ".feed.xml.tmp-\(dead)-fedcba9876543210", ".other.xml.tmp-\(dead)-\(hex)",
+                         "feed.xml"] {
                 _ = FileManager.default.createFile(atPath: dir.appendingPathComponent(name).path, contents: Data())
             }
             #expect(AtomicFile.removeStaleTemporaries(for: url) == 2)
-            #expect(try directoryListing(dir) == [".other.xml.tmp-1-abc", "feed.xml"])
+            #expect(try directoryListing(dir) == [".other.xml.tmp-\(dead)-\(hex)", "feed.xml"])
         }
+    }
+
+    /// A live writer's temporary (another job sharing the folder, or this
+    /// process) is never removed; a dead writer's is, and names not of our
+    /// pattern are never touched.
+    @Test func leavesTemporariesOfLiveWriters() throws {
+        let dead = try deadProcessID()
+        try withTemporaryDirectory { dir throws in
+            let hex = "0123456789abcdef"
+            let names = [".a.csv.tmp-\(dead)-\(hex)", ".b.csv.tmp-\(getpid())-\(hex)", ".c.csv.tmp-\(getppid())-\(hex)",
+                         ".d.csv.tmp-notapid-\(hex)", "e.csv.tmp-\(dead)-\(hex)"]
+            try FileManager.default.createDirectory(at: dir.appendingPathComponent("feeds"), withIntermediateDirectories: true)
+            for name in names {
+                _ = FileManager.default.createFile(atPath: dir.appendingPathComponent("feeds/" + name).path, contents: Data())
+            }
+            #expect(AtomicFile.removeStaleTemporaries(under: dir) == 1)
+            #expect(try directoryListing(dir.appendingPathComponent("feeds")) == names.dropFirst().sorted())
+            // A process exiting on a signal removes its own only.
+            #expect(AtomicFile.removeOwnTemporaries(under: dir) == 1)
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("feeds/" + names[1]).path))
+        }
+    }
+
+    /// The id of a process that has exited (and was reaped): a child run to its end.
+    private func deadProcessID() throws -> pid_t {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/sh")
+        child.arguments = ["-c", "exit 0"]
+        try child.run()
+        child.waitUntilExit()
+        let pid = child.processIdentifier
+        #expect(!AtomicFile.processExists(pid))
+        return pid
     }
 
     @Test func temporaryNameIsHiddenAndUnique() {
@@ -163,5 +199,39 @@ private struct BodyFailure: Error, Equatable {}
         let b = AtomicFile.temporaryName(for: "x.csv")
         #expect(a.hasPrefix(".x.csv.tmp-\(getpid())-"))
         #expect(a != b)
+    }
+
+    /// A symbolic link inside the output folder that leads outside it carries
+    /// no write: refused with the link and its target named; links that stay
+    /// inside, and real folders, are written through as before.
+    @Test func refusesToWriteThroughALinkLeadingOutsideTheOutputFolder() throws {
+        try withTemporaryDirectory { root throws in
+            try withTemporaryDirectory { elsewhere throws in
+                let fm = FileManager.default
+                try fm.createSymbolicLink(atPath: root.appendingPathComponent("feeds").path, withDestinationPath: elsewhere.path)
+                try fm.createDirectory(at: root.appendingPathComponent("real"), withIntermediateDirectories: true)
+                try fm.createSymbolicLink(atPath: root.appendingPathComponent("alias").path, withDestinationPath: "real")
+                try AtomicFile.$confinedTo.withValue(root) {
+                    for target in ["feeds/news.xml", "feeds/genre/deep.xml"] {
+                        do {
+                            try AtomicFile.write(Array("x".utf8), to: root.appendingPathComponent(target))
+                            Issue.record("\(target) was written through the link")
+                        } catch let error as ExportError {
+                            #expect(error.description.contains("\(root.standardizedFileURL.path)/feeds -> \(elsewhere.path)"), "\(error)")
+                            #expect(error.description.contains("leads outside the output folder"), "\(error)")
+                        }
+                        #expect(throws: ExportError.self) { _ = try AtomicFile.temporaryURL(for: root.appendingPathComponent(target)) }
+                    }
+                    try AtomicFile.write(Array("ok".utf8), to: root.appendingPathComponent("alias/inside.xml"))
+                    try AtomicFile.write(Array("ok".utf8), to: root.appendingPathComponent("new/folder/file.xml"))
+                }
+                #expect(try directoryListing(elsewhere).isEmpty, "nothing may appear outside the output folder")
+                #expect(fm.fileExists(atPath: root.appendingPathComponent("real/inside.xml").path))
+                #expect(fm.fileExists(atPath: root.appendingPathComponent("new/folder/file.xml").path))
+                // Without a confinement (a writer outside the exports) the link is followed as before.
+                try AtomicFile.write(Array("x".utf8), to: root.appendingPathComponent("feeds/free.xml"))
+                #expect(try directoryListing(elsewhere) == ["free.xml"])
+            }
+        }
     }
 }

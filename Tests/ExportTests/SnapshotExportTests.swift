@@ -72,6 +72,41 @@ import TestSupport
         #expect(titles == ["#1 Chart name 11 — Artist &lt;1&gt;", "#2 Chart name 22 — Artist &lt;2&gt;", "#3 Not stored — Artist &lt;3&gt;"])
     }
 
+    /// Genres whose names make the same file name get distinct files (the
+    /// later one with a hash of its name), the same on every export, with
+    /// their own names in the titles; feeds and OPML alike.
+    @Test func collidingGenreNamesGetDistinctStableFiles() async throws {
+        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("genres.sqlite").path)
+        let run = try store.beginRun(job: "g", at: Self.started, simulated: false)
+        let records = ["Rock & Roll", "Rock  Roll", "News"].enumerated().map { index, genre in
+            Catalog.Record(entity: .podcast, key: String(index + 1), fields: [
+                "name": .string("Show \(index + 1)"), "genre": .string(genre), "release_date": .string("2026-11-20T10:00:00Z"),
+                "feed_url": .string("https://feeds.example.com/\(index + 1).xml"),
+            ])
+        }
+        _ = try await store.apply(PageInput(runID: run.id, source: "s", scope: "x", page: 0, records: records))
+        try store.finishRun(run.id, status: .ok, message: nil, at: Self.started)
+        let context = ExportContext(store: store, runID: run.id, jobName: "g", runDate: Self.started,
+                                    outputDirectory: directory.appendingPathComponent("out").path)
+        let feed = FeedExportSpec(kind: .podcastsUpdated, rssPath: "feeds/{genre}.xml", atomPath: nil, title: "New in {genre}",
+                                  selfURL: "https://e.com/feeds/{genre}.xml", link: "https://e.com/", description: "New")
+        let specs: [ExportSpec] = [.feed(feed), .opml(OPMLExportSpec(path: "opml/{genre}.opml", title: "Podcasts"))]
+        let first = try SnapshotExporter.export(specs, context: context, logger: Logger(label: "t"))
+        let second = try SnapshotExporter.export(specs, context: context, logger: Logger(label: "t"))
+        let names = first.map { SnapshotExporter.relativePath($0.path, in: context.outputDirectory) }
+        // FNV-1a of the name: pinned here, since a new hash would rename published files.
+        var fnv: UInt32 = 0x811C_9DC5
+        for byte in "Rock & Roll".utf8 { fnv = (fnv ^ UInt32(byte)) &* 0x0100_0193 }
+        let hash = String(fnv, radix: 16).leftPadded(to: 8)
+        #expect(names == ["feeds/News.xml", "feeds/Rock-Roll.xml", "feeds/Rock-Roll-\(hash).xml",
+                          "opml/News.opml", "opml/Rock-Roll.opml", "opml/Rock-Roll-\(hash).opml"], "\(names)")
+        #expect(second.map(\.path) == first.map(\.path), "the names are the same every night")
+        #expect(first.allSatisfy { $0.rows == 1 }, "each genre its own file, none overwritten: \(first.map(\.rows))")
+        let renamed = try String(contentsOfFile: first[2].path, encoding: .utf8)
+        #expect(renamed.contains("<title>New in Rock &amp; Roll</title>"), "the title keeps the genre's name")
+        #expect(renamed.contains("https://e.com/feeds/Rock-Roll-\(hash).xml"), "the self link names the file")
+    }
+
     @Test func runReportAndMetricsMatchTheirGoldenFiles() async throws {
         let (store, runID) = try await store()
         let files = try SnapshotExporter.export([.runReport(path: "report.json"), .metrics(path: "storesync.prom")],
@@ -113,4 +148,8 @@ import TestSupport
         #expect(episodeText.contains("<enclosure url=\"https://cdn.example.com/e1.mp3\" length=\"1234\" type=\"audio/mpeg\"/>"))
         #expect(episodeText.contains("<itunes:duration>"))
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -1,0 +1,46 @@
+import Foundation
+import SyncEngine
+
+/// SIGTERM and SIGINT for `run` and `export` (README: exit codes 130 and 143).
+///
+/// `run`: the first signal asks the run to stop at the next page boundary
+/// (``RunStop``); the run then marks itself interrupted, prints its summary and
+/// the command exits 128 + the signal's number. A second signal exits at once,
+/// after removing this process's temporaries. `export` has no page boundary
+/// to stop at: the first signal removes its temporaries and exits at once
+/// (every file is published by a rename, so the previous files stay whole).
+final class GracefulStop: Sendable {
+    let stop = RunStop()
+    private let task: Task<Void, Never>
+
+    init(job: JobSpec, exitAtFirst: Bool = false) {
+        let watcher = SignalWatcher(signals: [SIGINT, SIGTERM])
+        let stop = self.stop
+        task = Task.detached {
+            for await number in watcher.stream {
+                let name = Self.name(of: number)
+                if !exitAtFirst, !stop.isRequested {
+                    stop.request(name)
+                    printToStandardError("storesync: \(name) received: stopping at the next page boundary "
+                                         + "(the run resumes next time; send it again to exit at once)")
+                    continue
+                }
+                RunStop.removeOwnTemporaries(of: job)
+                printToStandardError("storesync: \(name) received: exiting now; the previous exported files are unchanged")
+                // At once: the writers still running are abandoned, their temporaries are gone.
+                _exit(Self.exitCode(for: number))
+            }
+        }
+    }
+
+    deinit { task.cancel() }
+
+    /// "SIGINT" or "SIGTERM", as the summary and the store name the reason.
+    static func name(of signal: Int32) -> String { signal == SIGINT ? "SIGINT" : "SIGTERM" }
+
+    /// The shell's convention: 128 + the signal's number (130 SIGINT, 143 SIGTERM).
+    static func exitCode(for signal: Int32) -> Int32 { 128 + signal }
+
+    /// The exit code for a run stopped for `reason` (a name from ``name(of:)``).
+    static func exitCode(forReason reason: String) -> Int32 { exitCode(for: reason == "SIGINT" ? SIGINT : SIGTERM) }
+}
