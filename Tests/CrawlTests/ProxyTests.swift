@@ -38,23 +38,27 @@ final class RecordingProxy: @unchecked Sendable {
             for _ in 0..<maxConnections {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else { return }
-                func readHead() -> String {
-                    var received: [UInt8] = []
-                    var one: UInt8 = 0
-                    while !received.ends(with: Array("\r\n\r\n".utf8)), read(client, &one, 1) == 1 { received.append(one) }
-                    return String(decoding: received, as: UTF8.self)
-                }
-                var head = readHead()
-                heads.withLock { $0.append(head) }
-                if head.hasPrefix("CONNECT ") {
-                    // AsyncHTTPClient tunnels every proxied request: the request itself follows.
-                    let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
-                    _ = established.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-                    head = readHead()
+                // One thread per connection: a connection the client opens and leaves
+                // idle must not keep the next one from being answered.
+                Thread {
+                    func readHead() -> String {
+                        var received: [UInt8] = []
+                        var one: UInt8 = 0
+                        while !received.ends(with: Array("\r\n\r\n".utf8)), read(client, &one, 1) == 1 { received.append(one) }
+                        return String(decoding: received, as: UTF8.self)
+                    }
+                    var head = readHead()
                     heads.withLock { $0.append(head) }
-                }
-                _ = answer.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-                close(client)
+                    if head.hasPrefix("CONNECT ") {
+                        // AsyncHTTPClient tunnels every proxied request: the request itself follows.
+                        let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
+                        _ = established.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                        head = readHead()
+                        heads.withLock { $0.append(head) }
+                    }
+                    _ = answer.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                    close(client)
+                }.start()
             }
         }
         thread.start()
@@ -86,7 +90,7 @@ extension Array where Element == UInt8 {
         // `.test` never resolves (RFC 6761): only the proxy can answer this.
         let result: Result<HTTPResponse, TransportError>
         do {
-            result = .success(try await transport.get(HTTPRequest(url: URL(string: "http://origin.storesync.test/page?a=1")!), timeoutSeconds: 10))
+            result = .success(try await transport.get(HTTPRequest(url: URL(string: "http://origin.storesync.test/page?a=1")!), timeoutSeconds: 60))
         } catch {
             result = .failure(error)
         }

@@ -102,7 +102,7 @@ import TestSupport
         do {
             let deadline = config.faults.description.contains("timeout") ? FaultPlan.timeoutHoldSeconds / 2 : 10
             report = try await Runner(job: job(directory, baseURL: server.baseURL, timeoutSeconds: deadline), logger: Self.quietLogger,
-                                      clock: ManualClock()).run(RunOptions(night: night))
+                                      clock: ManualClock()).run(RunOptions())  // the server serves `night`; the job itself has no simulator, so no --night
         } catch {
             await server.shutdown()
             throw error
