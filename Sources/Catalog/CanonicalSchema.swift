@@ -195,6 +195,15 @@ public struct CanonicalRecord: Sendable, Equatable {
     public init(entity: EntityKind, fields: [String: JSONValue]) {
         self.entity = entity
         self.fields = fields
+        // A number no Int64 or Double holds (an id above 2^63, 1e400) is an
+        // entity's field as its exact text: SQLite's JSON functions, which
+        // every typed column and export reads through, would round it to a
+        // REAL or Inf. The sighting's raw payload keeps it as a number.
+        if fields.values.contains(where: { if case .number = $0 { true } else { false } }) {
+            for (name, value) in fields {
+                if case .number(let text) = value { self.fields[name] = .string(text) }
+            }
+        }
     }
 }
 

@@ -204,4 +204,43 @@ import TestSupport
         }
         #expect(columns == ["key TEXT", "sku TEXT", "qty REAL", "shelf TEXT"])
     }
+
+    /// Item 7 of "Safe to leave in cron": one `1e400` used to fail its whole
+    /// page (nothing stored, every night); an id above 2^63 was rounded.
+    @Test func numbersNoDoubleHoldsCostNothingAndStayExactInEveryExport() async throws {
+        let directory = TestPaths.temporaryDirectory("records-bad-numbers")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let long = String(repeating: "9", count: 5_000)
+        var rows = (1...100).map { #"{"id":\#($0),"name":"p\#($0)","price":\#($0)}"# }
+        rows[9] = #"{"id":10,"name":"p10","price":1e400}"#
+        rows[19] = #"{"id":18446744073709551616,"name":"huge","price":2}"#
+        rows[29] = #"{"id":30,"name":"p30","price":\#(long)}"#
+        try (rows.joined(separator: "\n") + "\n").write(to: directory.appendingPathComponent("items.jsonl"), atomically: true, encoding: .utf8)
+        let job = try JobLoader.parse(yaml: """
+            name: items
+            store: snapshot.sqlite
+            output: out
+            sources:
+              - {name: items, kind: records-file, path: items.jsonl, pageSize: 50}
+            exports:
+              - {kind: csv, directory: csv}
+              - {kind: changes-csv, path: changes.csv}
+              - {kind: sqlite, path: items.sqlite}
+            """, file: "items.yml", baseDirectory: directory.path)
+        let report = try await Runner(job: job, logger: .quiet).run()
+        #expect(report.outcome == .ok, "\(report.errors)")
+        #expect(report.sources[0].counts.added == 100)
+        let csv = try String(contentsOf: directory.appendingPathComponent("out/csv/items.csv"), encoding: .utf8)
+        #expect(csv.contains("\r\n10,10,p10,1e400\r\n"))
+        #expect(csv.contains("\r\n18446744073709551616,18446744073709551616,huge,2\r\n"))
+        #expect(csv.contains("\r\n30,30,p30,\(long)\r\n"))
+        let changes = try String(contentsOf: directory.appendingPathComponent("out/changes.csv"), encoding: .utf8)
+        #expect(changes.contains("items:18446744073709551616"))
+        let consumer = try DatabaseQueue(path: directory.appendingPathComponent("out/items.sqlite").path)
+        // A typed column holds what SQLite can (its affinity makes the digits a REAL); the key keeps them.
+        let keys: [String] = try await consumer.read { try String.fetchAll($0, sql: "SELECT key FROM items WHERE name = 'huge'") }
+        #expect(keys == ["18446744073709551616"])
+        // The same night again: nothing changed, nothing written.
+        #expect(try await Runner(job: job, logger: .quiet).run().recordRowsWritten == 0)
+    }
 }
