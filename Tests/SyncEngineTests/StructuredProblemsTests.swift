@@ -32,7 +32,7 @@ final class TimingOutTransport: HTTPTransport {
             name: structured
             store: snapshot.sqlite
             output: out
-            simulator: { seed: 5, podcasts: 200, products: 200, removed: 0.3, added: 0, changed: 0 }
+            simulator: { seed: 11, podcasts: 600, products: 200, removed: 0.3, added: 0, changed: 0 }
             http: { maxAttempts: 1 }
             sources:
               - name: podcasts
@@ -43,8 +43,13 @@ final class TimingOutTransport: HTTPTransport {
                 kind: marketplace
                 itemsPerPage: 50
                 removal: { afterMisses: 1, maxRatio: 0.05 }
+            exports:
+              - { kind: run-report, path: report.json }
             """, file: "structured.yml", baseDirectory: directory.path)
     }
+
+    /// The scope id the itunes-search source gives the term `news`.
+    static let newsScope = "search:media=podcast&country=us&term=news"
 
     func reportJSON() throws -> JSONValue {
         try JSONParser.parse(String(contentsOf: directory.appendingPathComponent("out/report.json"), encoding: .utf8))
@@ -74,7 +79,7 @@ final class TimingOutTransport: HTTPTransport {
         #expect(errors.count == report["errors"]?.arrayValue?.count, "every error is an object")
         let failed = try #require(errors.first { $0.source == "podcasts" }, "\(errors)")
         #expect(failed.code == "fetch-failed", "\(failed)")
-        #expect(failed.scope == "news", "\(failed)")
+        #expect(failed.scope == Self.newsScope, "\(failed)")
         #expect(failed.url?.contains("offset=40") == true, "\(failed)")
         #expect(failed.message.contains("offset=40") && failed.message.contains("503"), "\(failed.message)")
         // The same object as the run's own report (`run --json` prints the document).
@@ -89,7 +94,7 @@ final class TimingOutTransport: HTTPTransport {
 
         // `status` reads the scope's error with the same structure.
         let store = try SQLiteSnapshotStore(path: job.storePath, readOnly: true)
-        let scope = try #require(try store.scopeStates().first { $0.source == "podcasts" && $0.scope == "news" })
+        let scope = try #require(try store.scopeStates().first { $0.source == "podcasts" && $0.scope == Self.newsScope })
         #expect(scope.error == failed)
 
         // An export-only resume (killed after the crawl, before its exports were
@@ -114,7 +119,7 @@ final class TimingOutTransport: HTTPTransport {
         let timeout = try #require(errors.first, "\(errors)")
         #expect(errors.count == 1)
         #expect(timeout.code == "fetch-failed")
-        #expect(timeout.source == "podcasts" && timeout.scope == "news")
+        #expect(timeout.source == "podcasts" && timeout.scope == Self.newsScope)
         #expect(timeout.url?.contains("offset=20") == true, "\(timeout)")
         #expect(timeout.message.contains("no answer within"), "\(timeout.message)")
     }
