@@ -96,6 +96,10 @@ final class TimingOutTransport: HTTPTransport {
         let store = try SQLiteSnapshotStore(path: job.storePath, readOnly: true)
         let scope = try #require(try store.scopeStates().first { $0.source == "podcasts" && $0.scope == Self.newsScope })
         #expect(scope.error == failed)
+        let status = try JSONParser.parse(MachineOutput.statusJSON(try JobStatus.load(job: job)))
+        let shown = status["scopes"]?.arrayValue?.first { $0["scope"]?.stringValue == Self.newsScope }
+        #expect(shown?["error"].flatMap(RunProblem.init(json:)) == failed, "\(String(describing: shown))")
+        #expect(shown?["error"]?["code"] == .string("fetch-failed"))
 
         // An export-only resume (killed after the crawl, before its exports were
         // marked written) rebuilds the report from the store: the same problems.
