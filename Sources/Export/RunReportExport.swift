@@ -55,6 +55,10 @@ package enum RunReportExport {
         return ExportedFile(path: url.path, bytes: Int64(text.utf8.count), rows: rows)
     }
 
+    /// The version of the `report.json` schema (docs/cli-json.md). 2: warnings
+    /// and errors are objects (code, source, scope, url, message), not strings.
+    package static let schemaVersion = 2
+
     /// The run report of `context.runID` as `report.json` holds it, and its
     /// number of sources. `storesync run --json` prints the same document, so
     /// there is one schema (docs/cli-json.md).
@@ -76,6 +80,7 @@ package enum RunReportExport {
             ])
         }
         var document: JSONValue = .object([
+            "schemaVersion": .int(Int64(schemaVersion)),
             "job": .string(run.job), "run": .int(run.id), "night": run.night.map { .int(Int64($0)) } ?? .null,
             "status": .string(run.status.rawValue), "exitCode": .int(Int64(run.status.exitCode)),
             "attempts": .int(Int64(run.attempts)),
@@ -86,8 +91,9 @@ package enum RunReportExport {
                 "failures": .int(Int64(run.totals.requests.failures)),
             ]),
             "sources": .array(sources),
-            "warnings": .array(run.totals.warnings.map(JSONValue.string)),
-            "errors": .array(run.totals.errors.map(JSONValue.string)),
+            // Objects since schema 2: a code to branch on, where (source, scope, URL), the text.
+            "warnings": .array(run.totals.warnings.map(\.json)),
+            "errors": .array(run.totals.errors.map(\.json)),
             // Fields a source sent for the first time tonight, or whose type changed (kept in the raw payload).
             "schemaChanges": .array(try context.store.schemaChanges(runID: run.id).map { change in
                 .object(["source": .string(change.source), "entity": .string(change.entity.rawValue), "field": .string(change.field),

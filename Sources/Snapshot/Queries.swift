@@ -78,14 +78,15 @@ extension SQLiteSnapshotStore {
         totals.requests.notModified = row["not_modified"]
         totals.requests.failures = row["failures"]
         totals.seconds = row["seconds"] ?? 0
-        totals.warnings = strings(row["warnings"])
-        totals.errors = strings(row["errors"])
+        totals.warnings = problems(row["warnings"])
+        totals.errors = problems(row["errors"])
         return totals
     }
 
-    static func strings(_ json: String?) -> [String] {
+    /// A run's stored problems: objects, or the bare strings an older store kept (code `unknown`).
+    static func problems(_ json: String?) -> [RunProblem] {
         guard let json, let list = try? JSONParser.parse(json).arrayValue else { return [] }
-        return list.compactMap(\.stringValue)
+        return list.compactMap(RunProblem.init(json:))
     }
 
     /// Every current record of a source (or all sources), by entity then key.
@@ -165,7 +166,10 @@ extension SQLiteSnapshotStore {
                 return try Row.fetchAll(db, sql: "SELECT * FROM scopes ORDER BY source, scope").map { row in
                     let source: String = row["source"], scope: String = row["scope"]
                     return ScopeRow(source: source, scope: scope, runID: row["run_id"], state: ScopeState(rawValue: row["state"]) ?? .failed,
-                                    nextPage: row["next_page"], error: row["error"], records: sizes["\(source)\t\(scope)"] ?? 0)
+                                    nextPage: row["next_page"], error: (row["error"] as String?).map { message in
+                                        RunProblem(code: row["error_code"] ?? RunProblem.unknown, source: source, scope: scope,
+                                                   url: row["error_url"], message: message)
+                                    }, records: sizes["\(source)\t\(scope)"] ?? 0)
                 }
             }
         }

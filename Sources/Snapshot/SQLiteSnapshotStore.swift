@@ -252,13 +252,17 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                     UPDATE runs SET requests = ?, retries = ?, throttled = ?, not_modified = ?, failures = ?,
                         seconds = ?, warnings = ?, errors = ? WHERE id = ?
                     """, arguments: [totals.requests.requests, totals.requests.retries, totals.requests.throttled, totals.requests.notModified, totals.requests.failures,
-                                     totals.seconds, Self.jsonList(totals.warnings), Self.jsonList(totals.errors), runID])
+                                     totals.seconds, Self.jsonList(totals.warnings.map(\.json)), Self.jsonList(totals.errors.map(\.json)), runID])
             }
         }
     }
 
     static func jsonList(_ items: [String]) -> String {
         CanonicalJSON.string(.array(items.map(JSONValue.string)))
+    }
+
+    static func jsonList(_ items: [JSONValue]) -> String {
+        CanonicalJSON.string(.array(items))
     }
 
     /// Records how the crawl ended. With `exportsFollow`, the run counts as
@@ -468,7 +472,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                 try db.execute(sql: """
                     INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
-                        state = excluded.state, error = NULL
+                        state = excluded.state, error = NULL, error_code = NULL, error_url = NULL
                     """, arguments: [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
                 try Self.addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
                                    added: result.added, changed: result.changed, unchanged: result.unchanged,

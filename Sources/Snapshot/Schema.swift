@@ -287,6 +287,13 @@ enum Schema {
             // nothing and exit 0 where the uninterrupted one exits 2 (Invariant 11).
             try db.execute(sql: "ALTER TABLE scopes ADD COLUMN swept_warning TEXT")
         }
+        migrator.registerMigration("v12: a scope's error keeps its code and URL") { db in
+            // report.json and `status --json` show errors as objects (code, URL,
+            // message); a scope failed before this version has only the text,
+            // and reads back with code "unknown".
+            try db.execute(sql: "ALTER TABLE scopes ADD COLUMN error_code TEXT")
+            try db.execute(sql: "ALTER TABLE scopes ADD COLUMN error_url TEXT")
+        }
         return migrator
     }
 }

@@ -8,17 +8,20 @@ extension SQLiteSnapshotStore {
     public static let jobPlaceholder = "JOB"
 
     /// Records how a scope's crawl ended (its checkpoint state for this run).
-    package func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: String?) throws(StoreSyncError) {
+    package func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError) {
         try wrap {
             try pool.write { db in
+                // The error's code and URL beside its text: `status --json` and a
+                // report rebuilt from the store show the same structure as the run did.
                 try db.execute(sql: """
-                    INSERT INTO scopes (source, scope, run_id, next_page, state, error) VALUES (?, ?, ?, 0, ?, ?)
+                    INSERT INTO scopes (source, scope, run_id, next_page, state, error, error_code, error_url) VALUES (?, ?, ?, 0, ?, ?, ?, ?)
                     ON CONFLICT (source, scope) DO UPDATE SET
                         -- A scope that failed before its first page in this run must not
                         -- inherit an older run's next page: a resume would skip pages.
                         next_page = CASE WHEN scopes.run_id = excluded.run_id THEN scopes.next_page ELSE 0 END,
-                        run_id = excluded.run_id, state = excluded.state, error = excluded.error
-                    """, arguments: [source, scope, runID, state.rawValue, error])
+                        run_id = excluded.run_id, state = excluded.state, error = excluded.error,
+                        error_code = excluded.error_code, error_url = excluded.error_url
+                    """, arguments: [source, scope, runID, state.rawValue, error?.message, error?.code, error?.url])
             }
         }
     }

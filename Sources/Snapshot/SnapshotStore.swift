@@ -99,7 +99,7 @@ public protocol SnapshotStore: AnyObject, Sendable {
     func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult
 
     /// Records how a scope's crawl ended (its checkpoint state for this run).
-    func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: String?) throws(StoreSyncError)
+    func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError)
 
     /// The guarded removal pass of one complete scope (Invariant 2), at most
     /// once per scope and run, atomically.

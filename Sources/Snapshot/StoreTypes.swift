@@ -140,8 +140,8 @@ public struct ScopeCheckpoint: Sendable, Equatable {
 public struct RunTotals: Sendable, Equatable {
     public var requests = RequestCounts()
     public var seconds = 0.0
-    public var warnings: [String] = []
-    public var errors: [String] = []
+    public var warnings: [RunProblem] = []
+    public var errors: [RunProblem] = []
 
     public init() {}
 }
@@ -187,7 +187,8 @@ public struct ScopeRow: Sendable, Equatable {
     public var runID: Int64
     public var state: ScopeState
     public var nextPage: Int
-    public var error: String?
+    /// Why the scope failed last; code `unknown` when an older version stored only the text.
+    public var error: RunProblem?
     /// Records the scope holds now.
     public var records: Int
 }

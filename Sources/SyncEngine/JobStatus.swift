@@ -67,7 +67,7 @@ public struct JobStatus: Sendable {
             // Complete scopes are the normal case; list the others, they need attention.
             for row in rows where row.state != .complete {
                 var line = "    \(row.scope): \(row.state) in run \(row.runID), next page \(row.nextPage)"
-                if let error = row.error { line += " · \(error.prefix(300))" }
+                if let error = row.error { line += " · \(error.message.prefix(300))" }
                 lines.append(line)
             }
         }

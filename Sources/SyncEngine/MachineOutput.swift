@@ -58,7 +58,7 @@ public enum MachineOutput {
             .object([
                 "source": .string(scope.source), "scope": .string(scope.scope), "run": .int(scope.runID),
                 "state": .string(scope.state.rawValue), "nextPage": .int(Int64(scope.nextPage)),
-                "error": scope.error.map(JSONValue.string) ?? .null, "records": .int(Int64(scope.records)),
+                "error": scope.error?.json ?? .null, "records": .int(Int64(scope.records)),
             ])
         }
         let document: JSONValue = .object([

@@ -142,8 +142,9 @@ extension Runner {
             }
         case .failure(let error):
             body = PrettyJSON.render(.object([
+                "schemaVersion": .int(Int64(RunReportExport.schemaVersion)),
                 "job": .string(job.name), "run": .null, "status": .string(RunStatus.failed.rawValue),
-                "exitCode": .int(Int64(RunStatus.failed.exitCode)), "errors": .array([.string(error.description)]),
+                "exitCode": .int(Int64(RunStatus.failed.exitCode)), "errors": .array([RunProblem(error).json]),
             ])) + "\n"
         }
         let outcome = await Notifier.deliver(Array(body.utf8), to: notify, poster: AsyncHTTPPoster(),

@@ -14,7 +14,8 @@ public struct SourceReport: Sendable {
     public var counts: SourceCounts
     public var scopesTotal: Int
     public var scopesComplete: Int
-    public var errors: [String]
+    /// What failed in this source (``RunProblem/source`` is its name).
+    public var errors: [RunProblem]
     /// Rows met twice within one scope: the listing shifted while it was paged.
     public var drift: Int = 0
     /// Pages the server answered 304, or with the body stored last time: not decoded.
@@ -40,8 +41,10 @@ public struct RunReport: Sendable {
     public var sources: [SourceReport]
     public var fetch: RequestCounts
     public var exports: [ExportedFile]
-    public var warnings: [String]
-    public var errors: [String]
+    /// What needs a look (exit 2): guard refusals, caps, the deadline, feed lint.
+    public var warnings: [RunProblem]
+    /// What failed; each with a stable code and, where known, its source, scope and URL.
+    public var errors: [RunProblem]
     /// What the run noticed that needs no action: fields a source sent for
     /// the first time, or whose type changed (kept in the raw payload).
     public var notices: [String] = []
@@ -199,8 +202,8 @@ public struct Runner: Sendable {
     /// What the crawl part of a run produced.
     struct CrawlPhase {
         var sources: [SourceReport] = []
-        var warnings: [String] = []
-        var errors: [String] = []
+        var warnings: [RunProblem] = []
+        var errors: [RunProblem] = []
         var outcome: RunStatus = .ok
         var totals = RunTotals()
         /// What the run's deadline left unfinished (sources, scopes); empty when it was not hit.
@@ -232,7 +235,7 @@ public struct Runner: Sendable {
             // exported runs table shows this run as it ended, and a run killed
             // while exporting resumes by exporting only.
             try store.finishRun(run.id, status: phase.outcome,
-                                message: (phase.errors + phase.warnings).first, at: environment.now(), exportsFollow: writeExports)
+                                message: (phase.errors + phase.warnings).first?.message, at: environment.now(), exportsFollow: writeExports)
             phase.totals.seconds = clock.now() - started
             try store.recordTotals(run.id, phase.totals)
             if writeExports {
@@ -242,7 +245,7 @@ public struct Runner: Sendable {
                 } catch {
                     // The run stands; only the guard against a lost store is weaker until the next run.
                     logger.warning("\(error.description)")
-                    phase.warnings.append(error.description)
+                    phase.warnings.append(RunProblem(error))
                 }
             }
         }
@@ -287,7 +290,8 @@ public struct Runner: Sendable {
             // Apple requirement is a warning (exit 2), a missed recommendation a note.
             let lint = Self.lintReport(exported, outputDirectory: job.outputDirectory)
             // A run resumed to export again already recorded the lines of its first attempt.
-            phase.warnings += lint.warnings.filter { !phase.warnings.contains($0) }
+            phase.warnings += lint.warnings.map { RunProblem(code: RunProblem.feedLint, message: $0) }
+                .filter { !phase.warnings.contains($0) }
             lintNotices = lint.notices
             context.lint = exported.flatMap { file in file.lint.map { (file.path, $0) } }
             if !lint.warnings.isEmpty, outcome == .ok {
@@ -299,7 +303,7 @@ public struct Runner: Sendable {
             totals.warnings = phase.warnings
             totals.seconds += clock.now() - started - (run.exportOnly ? 0 : phase.totals.seconds)
             if let exportError {
-                errors.append(exportError.description)
+                errors.append(RunProblem(exportError))
                 totals.errors = errors
                 try store.markExportFailed(run.id, message: exportError.description)
             }
@@ -309,11 +313,11 @@ public struct Runner: Sendable {
                 exported += try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
             } catch {
                 exportError = exportError ?? error
-                errors.append(error.description)
+                errors.append(RunProblem(error))
                 try store.markExportFailed(run.id, message: error.description)
             }
             if exportError == nil {
-                try store.markExported(run.id, message: (phase.errors + phase.warnings).first,
+                try store.markExported(run.id, message: (phase.errors + phase.warnings).first?.message,
                                        status: lintLowered ? outcome : nil)
             } else {
                 outcome = .failed
@@ -330,7 +334,7 @@ public struct Runner: Sendable {
             } catch {
                 // Old history left in place costs space, not correctness: the run stands.
                 logger.warning("retention: \(error.description)")
-                warnings.append("retention: \(error.description)")
+                warnings.append(RunProblem(code: RunProblem.retention, message: "retention: \(error.description)"))
             }
         }
 
@@ -364,7 +368,7 @@ public struct Runner: Sendable {
             sources[index].counts = counts.first { $0.source == sources[index].name } ?? SourceCounts(source: sources[index].name)
         }
         var report = RunReport(runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: .partial,
-                               sources: sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings + [warning],
+                               sources: sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings + [RunProblem(code: StoreSyncError.Code.deadlineReached.name, message: warning)],
                                errors: phase.errors, seconds: clock.now() - started)
         report.deadlineLeft = left
         return report
@@ -386,7 +390,7 @@ public struct Runner: Sendable {
         var report = RunReport(
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: .running,
             sources: phase.sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings,
-            errors: phase.errors.filter { !$0.contains("stopped before this page") },
+            errors: phase.errors.filter { !$0.message.contains("stopped before this page") },
             seconds: clock.now() - started)
         report.interrupted = reason
         return report
@@ -492,7 +496,7 @@ public struct Runner: Sendable {
     func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: any SnapshotStore, fetcher: Fetcher,
                upstreamComplete: Bool = false, progress: (@Sendable (RunProgress) -> Void)?,
                deadline: Double? = nil, deadlineLeft: inout [String], stop: RunStop? = nil,
-               warnings: inout [String]) async -> SourceReport {
+               warnings: inout [RunProblem]) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
         let started = clock.now()
@@ -507,7 +511,7 @@ public struct Runner: Sendable {
                                                      runID: run.id, consumer: "\(source.name)#own")
                 }
             } catch {
-                report.errors.append(error.description)
+                report.errors.append(RunProblem(error, source: source.name))
                 return report
             }
         }
@@ -525,7 +529,7 @@ public struct Runner: Sendable {
             do {
                 try store.endBulkLoad()
             } catch {
-                result.errors.append(error.description)
+                result.errors.append(RunProblem(error, source: source.name))
             }
         }
         if stop?.isRequested == true {
@@ -563,7 +567,7 @@ public struct Runner: Sendable {
                 followUps = source.followUpScopes(baseURL: baseURL, newOrChanged: changed)
                 followUpsSelected = true
             } catch {
-                result.errors.append(error.description)
+                result.errors.append(RunProblem(error, source: source.name))
             }
         }
         if !followUps.isEmpty {
@@ -591,7 +595,7 @@ public struct Runner: Sendable {
         if let first = result.cappedScopes.first {
             // One line per source: a cap usually stops many scopes at once.
             let count = result.cappedScopes.count
-            result.warnings.append("\(source.name): \(count) scope\(count == 1 ? "" : "s") (\(first)\(count > 1 ? ", …" : "")) stopped at the configured cap (maxResults/maxPages); records past it were not seen, so none were removed")
+            result.warnings.append(RunProblem(code: RunProblem.capped, source: source.name, scope: count == 1 ? first : nil, message: "\(source.name): \(count) scope\(count == 1 ? "" : "s") (\(first)\(count > 1 ? ", …" : "")) stopped at the configured cap (maxResults/maxPages); records past it were not seen, so none were removed"))
         }
 
         // Removals only once the whole source is crawled: a record that moved
@@ -603,11 +607,11 @@ public struct Runner: Sendable {
                     // The suggested command names this job's file.
                     warning = warning.replacingOccurrences(of: "storesync run \(SQLiteSnapshotStore.jobPlaceholder) ",
                                                            with: "storesync run \(Self.shellWord(job.file)) ")
-                    result.warnings.append(warning)
+                    result.warnings.append(RunProblem(code: RunProblem.guardRefused, source: source.name, scope: scope.id, message: warning))
                     logger.warning("\(warning)")
                 }
             } catch {
-                result.errors.append(error.description)
+                result.errors.append(RunProblem(error, source: source.name))
             }
         }
         // Scopes the source followed before and no longer has (a feed whose
@@ -621,7 +625,7 @@ public struct Runner: Sendable {
                     _ = try store.retireScope(runID: run.id, source: source.name, scope: stale.scope)
                 }
             } catch {
-                result.errors.append(error.description)
+                result.errors.append(RunProblem(error, source: source.name))
             }
         }
         if result.drift > 0 {
@@ -652,7 +656,7 @@ public struct Runner: Sendable {
         do {
             try store.setPendingInputs(consumer: consumer, unfinished)
         } catch {
-            result.errors.append(error.description)
+            result.errors.append(RunProblem(error))
         }
     }
 }

@@ -93,8 +93,8 @@ struct SourceCrawler: Sendable {
         var scopesTotal = 0
         /// Scopes that ended as intended: complete, or stopped at a cap they asked for.
         var scopesComplete = 0
-        var errors: [String] = []
-        var warnings: [String] = []
+        var errors: [RunProblem] = []
+        var warnings: [RunProblem] = []
         /// Rows seen twice within one scope of this run (rows shifting between pages).
         var drift = 0
         /// Pages answered 304 or with an unchanged body.
@@ -145,7 +145,7 @@ struct SourceCrawler: Sendable {
                 }
                 starts.append(checkpoint?.nextPage ?? 0)
             } catch {
-                result.errors.append(error.description)
+                result.errors.append(RunProblem(error, source: source.name, scope: scope.id))
                 starts.append(nil)
             }
         }
@@ -432,14 +432,15 @@ struct SourceCrawler: Sendable {
 
     /// Records the scope's end state; true unless it failed.
     func finish(scope: CrawlScope, state: ScopeState, error: StoreSyncError?, into result: inout Result) -> Bool {
-        if let error {
-            result.errors.append(error.description)
-            logger.error("\(source.name) \(scope.id): \(error.description)")
+        let problem = error.map { RunProblem($0, source: source.name, scope: scope.id) }
+        if let problem {
+            result.errors.append(problem)
+            logger.error("\(source.name) \(scope.id): \(problem.message)")
         }
         do {
-            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: error?.description)
+            try store.finishScope(runID: run.id, source: source.name, scope: scope.id, state: state, error: problem)
         } catch {
-            result.errors.append(error.description)
+            result.errors.append(RunProblem(error, source: source.name, scope: scope.id))
             return false
         }
         progress?(.scopeFinished(source: source.name, scope: scope.id, state: state))

@@ -40,7 +40,7 @@ import TestSupport
         totals.requests.requests = 4
         totals.requests.retries = 1
         totals.seconds = 2.5
-        totals.warnings = ["a \"quoted\" warning"]
+        totals.warnings = [RunProblem(code: RunProblem.guardRefused, source: "src", scope: "s", message: "a \"quoted\" warning")]
         try store.recordTotals(run.id, totals)
         return (store, run.id)
     }

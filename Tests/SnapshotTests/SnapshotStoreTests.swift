@@ -168,7 +168,7 @@ import TestSupport
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 1)
         let swept = try finish(store, run2, scope: "a", policy: policy)
         #expect(swept.removed == missing)
-        try store.finishScope(runID: run2.id, source: "src", scope: "b", state: .failed, error: "x")
+        try store.finishScope(runID: run2.id, source: "src", scope: "b", state: .failed, error: RunProblem(code: "fetch-failed", message: "x"))
         #expect(try store.sweepScope(runID: run2.id, source: "src", scope: "b", removal: policy).removed == 0)
         let keys = Set(try store.records(source: "src").map(\.key))
         let kept: [String] = ((missing + 1)...total).map { String($0) }

@@ -202,7 +202,7 @@ final class CountingTransport: HTTPTransport {
         let podcasts = try #require(report.sources.first { $0.name == "podcasts" })
         #expect(podcasts.scopesComplete == 0)
         #expect(podcasts.counts.removed == 0)
-        #expect(podcasts.errors.filter { $0.contains("circuit breaker") }.count == 4, "\(podcasts.errors)")
+        #expect(podcasts.errors.filter { $0.message.contains("circuit breaker") }.count == 4, "\(podcasts.errors)")
         // The breaker is per source: the marketplace is crawled in full.
         let market = try #require(report.sources.first { $0.name == "market" })
         #expect(market.scopesComplete == market.scopesTotal)

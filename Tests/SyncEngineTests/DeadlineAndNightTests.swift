@@ -67,7 +67,7 @@ final class ClockAdvancingTransport: HTTPTransport {
         #expect(stopped.errors.isEmpty, "nothing failed: \(stopped.errors)")
         #expect(!stopped.deadlineLeft.isEmpty)
         #expect(stopped.deadlineLeft.contains("market (not started)"), "\(stopped.deadlineLeft)")
-        let warning = try #require(stopped.warnings.first { $0.hasPrefix("deadline reached") })
+        let warning = try #require(stopped.warnings.first { $0.message.hasPrefix("deadline reached") }?.message)
         #expect(warning.contains("resumes run \(stopped.runID)"), "\(warning)")
         #expect(stopped.exports.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out/report.json").path))
@@ -205,7 +205,7 @@ final class ClockAdvancingTransport: HTTPTransport {
         #expect(report.outcome == .failed, "\(report.outcome)")
         #expect(report.outcome.exitCode == 1)
         #expect(report.sources.first { $0.name == "local" }?.scopesComplete == 1)
-        #expect(report.errors.contains { $0.contains("unreachable") }, "\(report.errors)")
+        #expect(report.errors.contains { $0.message.contains("unreachable") }, "\(report.errors)")
         // One request found the host unreachable; nothing after it was sent, nothing slept.
         #expect(transport.requests == 1, "\(transport.requests) requests")
         #expect(clock.sleeps.allSatisfy { $0 == 0 }, "\(clock.sleeps)")

@@ -111,11 +111,11 @@ import TestSupport
         try FileManager.default.createDirectory(at: target.appendingPathComponent("blocker"), withIntermediateDirectories: true)
         let report = try await Runner(job: job, logger: .quiet).run()
         #expect(report.outcome == .failed)
-        #expect(report.errors.contains { $0.contains("changes.xml") }, "\(report.errors)")
+        #expect(report.errors.contains { $0.message.contains("changes.xml") }, "\(report.errors)")
         // The error names the file, not the export's whole settings, and says what becomes of it.
-        #expect(report.errors.contains { $0.hasPrefix(target.path + ": export failed") && $0.contains("left intact") },
+        #expect(report.errors.contains { $0.message.hasPrefix(target.path + ": export failed") && $0.message.contains("left intact") },
                 "\(report.errors)")
-        #expect(!report.errors.contains { $0.contains("FeedExportSpec") }, "\(report.errors)")
+        #expect(!report.errors.contains { $0.message.contains("FeedExportSpec") }, "\(report.errors)")
         let store = try SQLiteSnapshotStore(path: job.storePath)
         #expect(try store.run(report.runID)?.status == .failed)
         let json = try JSONParser.parse(Array(try Data(contentsOf: out.appendingPathComponent("report.json"))))

@@ -227,7 +227,7 @@ import TestSupport
                 let errors = report.sources.flatMap(\.errors)
                 #expect(!errors.isEmpty || !report.warnings.isEmpty, "\(fault): \(report.outcome) without a reason")
                 for error in errors {
-                    #expect(error.contains(base.absoluteString), "\(fault): the error names no URL: \(error)")
+                    #expect(error.message.contains(base.absoluteString), "\(fault): the error names no URL: \(error)")
                 }
                 for source in report.sources where source.scopesComplete < source.scopesTotal {
                     #expect(source.counts.removed == 0, "\(fault): \(source.name) removed records from an incomplete scope")

@@ -142,8 +142,8 @@ import TestSupport
         let report = try await Runner(job: broken, logger: .quiet).run(RunOptions(night: 2))
         #expect(try read("episodes.xml") == good)
         #expect(report.outcome == .partial)
-        #expect(report.warnings.contains { $0.contains("feeds/episodes.xml") && $0.contains("channel-image") })
-        #expect(report.warnings.contains { $0.contains("was not published (strict: true)") })
+        #expect(report.warnings.contains { $0.message.contains("feeds/episodes.xml") && $0.message.contains("channel-image") })
+        #expect(report.warnings.contains { $0.message.contains("was not published (strict: true)") })
         // `storesync status` tells the same as the exit code.
         let store = try SQLiteBackend().open(broken.storePath)
         #expect(try store.run(report.runID)?.status == .partial)

@@ -134,15 +134,15 @@ import TestSupport
                 dead += 1
                 #expect(state.state == .failed)
             } else {
-                #expect(state.state == .complete, "a feed on the live host was not crawled: \(state.error ?? "")")
+                #expect(state.state == .complete, "a feed on the live host was not crawled: \(state.error?.message ?? "")")
             }
         }
         #expect(dead >= 3, "the seed puts too few feeds on the dead host to open its breaker")
         // Two failures open the breaker; the rest of that host's scopes are not even asked.
-        let refused = episodes.errors.filter { $0.contains("circuit breaker open") }
+        let refused = episodes.errors.filter { $0.message.contains("circuit breaker open") }
         // (Two scopes are fetched at once, so a third may fail before the breaker is seen open.)
         #expect(refused.count >= dead - 3 && refused.count <= dead - 2, "\(episodes.errors)")
-        #expect(refused.allSatisfy { $0.contains("feeds2.storesim.test") })
+        #expect(refused.allSatisfy { $0.message.contains("feeds2.storesim.test") })
         #expect(report.outcome == .partial)
     }
 }

@@ -61,7 +61,7 @@ final class FaultInjectingTransport: HTTPTransport {
         let podcasts = try #require(second.sources.first { $0.name == "podcasts" })
         #expect(podcasts.counts.removed == 0)
         #expect(podcasts.scopesComplete == 0)
-        #expect(podcasts.errors.first?.contains("offset=40") == true, "\(podcasts.errors)")
+        #expect(podcasts.errors.first?.message.contains("offset=40") == true, "\(podcasts.errors)")
         #expect(try store.records(source: "podcasts").count >= podcastsBefore, "nothing removed")
         #expect(try store.changes(runID: second.runID).filter { $0.source == "podcasts" && $0.op == "removed" }.isEmpty)
 

@@ -129,7 +129,7 @@ import TestSupport
         #expect(second.outcome != .ok)
         #expect(second.recordRowsWritten == 0)
         #expect(second.sources[0].counts.removed == 0 && second.sources[0].counts.added == 0 && second.sources[0].counts.changed == 0)
-        let reported = (second.errors + second.sources[0].errors).joined(separator: "\n")
+        let reported = (second.errors + second.sources[0].errors).map(\.message).joined(separator: "\n")
         #expect(reported.contains("line 172, column 9: byte 0x81 is not a character in windows-1252"), "\(reported)")
         #expect(try store.changes(runID: second.runID).isEmpty)
         let night2 = try store.records(source: "shop")

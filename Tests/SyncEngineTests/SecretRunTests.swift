@@ -118,7 +118,7 @@ final class CapturedLog: Sendable {
         let job = try JobLoader.load(path: file.path, rules: .cli, inputs: JobInputs(environment: [:]))
         _ = try await Runner(job: job, logger: .quiet).run()
         let refused = try await Runner(job: job, logger: .quiet).run()
-        let warning = try #require(refused.warnings.first { $0.contains("would be removed") })
+        let warning = try #require(refused.warnings.first { $0.message.contains("would be removed") }?.message)
         let command = "storesync run \(file.path) --set "
         #expect(warning.contains(command), "\(warning)")
         // The suggested setting, taken as the operator would copy it, lets the same night through.
@@ -126,7 +126,7 @@ final class CapturedLog: Sendable {
         #expect(set.hasPrefix("sources.market.removal.maxRatio="))
         let allowed = try JobLoader.load(path: file.path, rules: .cli, inputs: JobInputs(environment: [:], sets: [set]))
         let rerun = try await Runner(job: allowed, logger: .quiet).run(RunOptions(night: refused.night))
-        #expect(!rerun.warnings.contains { $0.contains("would be removed") }, "\(rerun.warnings)")
+        #expect(!rerun.warnings.contains { $0.message.contains("would be removed") }, "\(rerun.warnings)")
         #expect(rerun.sources.first { $0.name == "market" }.map { $0.counts.removed > 0 } == true)
     }
 }

@@ -179,11 +179,15 @@ import TestSupport
         let uninterrupted = try await reference.run()
         #expect(uninterrupted.outcome == .partial)
         #expect(uninterrupted.warnings.count == 3, "\(uninterrupted.warnings)")
-        #expect(uninterrupted.warnings.allSatisfy { $0.contains("nothing was removed") })
+        #expect(uninterrupted.warnings.allSatisfy { $0.message.contains("nothing was removed") })
 
         // The twins live in different folders, and the guard's suggested command names each one's job file.
-        func same(_ warnings: [String], in job: FilesJob) -> [String] {
-            warnings.map { $0.replacingOccurrences(of: job.directory.path, with: "DIR") }
+        func same(_ warnings: [RunProblem], in job: FilesJob) -> [RunProblem] {
+            warnings.map { warning in
+                var warning = warning
+                warning.message = warning.message.replacingOccurrences(of: job.directory.path, with: "DIR")
+                return warning
+            }
         }
         await #expect(throws: StoreSyncError.self) { try await killed.run(stopAt: .afterRemovalPasses) }
         let resumed = try await killed.run()
