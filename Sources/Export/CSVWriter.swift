@@ -64,7 +64,7 @@ extension CSVCell {
 /// It holds no file: each call appends to the ``OutputSink`` it is given, usually
 /// inside ``AtomicFile/write(to:_:)``. The static ``write(to:header:options:rows:)``
 /// does both. Fields are quoted only when they contain the delimiter, a quote, CR or
-/// LF; quotes inside are doubled. Work happens on UTF-8 bytes with no per-field
+/// LF; quotes inside are doubled. Text goes through ``ExportText/clean(_:)`` first. Work happens on UTF-8 bytes with no per-field
 /// allocation, so a million rows of 16 columns take well under a few seconds.
 ///
 /// ```swift
@@ -184,7 +184,9 @@ package struct CSVWriter: Sendable {
     }
 
     private func writeText(_ text: String, into sink: inout OutputSink) throws {
-        var text = text
+        // Every export's character rule (NUL and other C0 controls removed), here so
+        // that no CSV this writer makes — tables, changes.csv, `changes --csv` — escapes it.
+        var text = ExportText.clean(text)
         try text.withUTF8 { bytes in
             guard let base = bytes.baseAddress, !bytes.isEmpty else {
                 // Empty text is "" (distinct from null, which is nothing).

@@ -112,12 +112,12 @@ struct ItemEnricher {
         case .episodesNew:
             guard let show = podcast(of: candidate) else { return item }
             // Apple shows the show's artwork for an episode without its own.
-            if item.imageURL == nil { item.imageURL = FeedExport.text(show["artwork_url"]) }
+            if item.imageURL == nil { item.imageURL = FeedExport.link(show["artwork_url"]) }
             if item.explicit == nil { item.explicit = show["explicit"]?.boolValue }
             if item.author == nil { item.author = FeedExport.text(show["artist"]) ?? FeedExport.text(show["name"]) }
         case .musicNew:
             // A song's 30-second preview is what a podcast app can play.
-            if item.enclosure == nil, let preview = FeedExport.text(candidate.fields["preview_url"]) {
+            if item.enclosure == nil, let preview = FeedExport.link(candidate.fields["preview_url"]) {
                 item.enclosure = FeedEnclosure(url: preview, length: 0,
                                                type: MediaType.enclosureType(given: nil, url: preview))
             }

@@ -36,7 +36,8 @@ enum FeedExport {
         var files: [ExportedFile] = []
         let original = hiResImage(spec, context: context)
         let spec = mirroringArtwork(original, context: context)
-        let all = try groups(original, grouping: grouping, context: context, keepAll: spec.archive, directory: directory)
+        let all = try groups(original, grouping: grouping, context: context, keepAll: spec.archive, directory: directory,
+                             logWithheld: true)
         let names = distinctNames(all.map(\.values), template: template, logger: context.logger)
         for (plain, distinct) in zip(all, names) {
             let group = mirroringArtwork(plain, context: context)
@@ -121,11 +122,17 @@ enum FeedExport {
     /// at its `limit` (pushed into SQL); a grouped one reads every candidate
     /// once but holds `limit` per file.
     static func groups(_ spec: FeedExportSpec, grouping: Set<String>, context: ExportContext,
-                       keepAll: Bool = false, directory: FeedDirectory? = nil) throws -> [Group] {
+                       keepAll: Bool = false, directory: FeedDirectory? = nil, logWithheld: Bool = false) throws -> [Group] {
         let limit = keepAll ? Int.max : spec.limit
         var buckets: [[String: String]: [Candidate]] = [:]
+        var withheld = 0
         try forEachCandidate(spec.kind, chart: spec.chart, limit: grouping.isEmpty && !keepAll ? limit : nil,
                              context: context) { candidate in
+            // Withheld before it takes a place: the feed still lists `limit` publishable items.
+            if withheldForLink(candidate, kind: spec.kind) {
+                withheld += 1
+                return true
+            }
             var values: [String: String] = [:]
             if grouping.contains("genre") { values["genre"] = genre(of: candidate.fields) }
             if grouping.contains("country") { values["country"] = candidate.fields["country"]?.stringValue ?? "unknown" }
@@ -136,6 +143,9 @@ enum FeedExport {
             let more = !grouping.isEmpty || bucket.count < limit
             buckets[values] = bucket
             return more
+        }
+        if withheld > 0, logWithheld {
+            context.logger?.warning("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(withheld) item\(withheld == 1 ? "" : "s") withheld: the enclosure is not an http(s) URL")
         }
         // Only the items listed need their podcasts looked up.
         let enricher = try ItemEnricher(spec.kind, candidates: buckets.values.flatMap { $0 },
@@ -269,6 +279,20 @@ enum FeedExport {
         text(candidate.fields["name"]) ?? "\(candidate.entity) \(candidate.key)"
     }
 
+    /// A URL field's text when it may be published (``PublishableURL``: absolute
+    /// http/https only), else nil: the element it would fill is left out.
+    static func link(_ value: JSONValue?) -> String? {
+        PublishableURL.http(text(value))
+    }
+
+    /// Whether a candidate is withheld from a feed of `kind` because the link that
+    /// is the item is not publishable: an episode whose enclosure is not http(s)
+    /// (an episode without any enclosure is the feed lint's business).
+    static func withheldForLink(_ candidate: Candidate, kind: FeedKind) -> Bool {
+        guard kind == .episodesNew, let url = text(candidate.fields["enclosure_url"]) else { return false }
+        return PublishableURL.http(url) == nil
+    }
+
     /// A field's text, or nil when it is absent or empty (an empty title or
     /// link is no title or link).
     static func text(_ value: JSONValue?) -> String? {
@@ -296,14 +320,14 @@ enum FeedExport {
             return FeedItem(
                 guid: "storesync:\(candidate.entity):\(candidate.key)",
                 title: artist.map { "\(name(candidate)) — \($0)" } ?? name(candidate),
-                link: text(f["view_url"]), description: summary.joined(separator: " "),
-                pubDate: releaseDate ?? context.runDate, author: artist, imageURL: text(f["artwork_url"]),
+                link: link(f["view_url"]), description: summary.joined(separator: " "),
+                pubDate: releaseDate ?? context.runDate, author: artist, imageURL: link(f["artwork_url"]),
                 explicit: f["explicit"]?.boolValue)
         case .listingsNew:
             return FeedItem(
                 guid: "storesync:listing:\(candidate.key)", title: name(candidate), link: nil,
                 description: listingSummary(f), pubDate: candidate.date ?? releaseDate ?? context.runDate,
-                imageURL: text(f["thumbnail"]))
+                imageURL: link(f["thumbnail"]))
         case .priceDrops:
             let currency = f["currency"]?.stringValue ?? ""
             let before = candidate.extra["before"] ?? "", after = candidate.extra["after"] ?? ""
@@ -311,7 +335,7 @@ enum FeedExport {
                 // One item per drop: a later drop of the same listing is news again.
                 guid: "storesync:price-drop:\(candidate.key):\(after)", title: "\(name(candidate)): \(before) → \(after) \(currency)",
                 link: nil, description: listingSummary(f), pubDate: candidate.date ?? context.runDate,
-                imageURL: text(f["thumbnail"]))
+                imageURL: link(f["thumbnail"]))
         case .top:
             let rank = f["rank"]?.intValue.map { "#\($0) " } ?? ""
             let artist = text(f["artist"])
@@ -322,10 +346,10 @@ enum FeedExport {
                 // Per chart and item, not per rank: a move up the chart is not a new item to readers.
                 guid: "storesync:\(chartName):\(f["country"]?.stringValue ?? ""):\(f["genre_id"]?.stringValue ?? ""):"
                     + "\(f["item_entity"]?.stringValue ?? ""):\(item)",
-                title: rank + title, link: text(f["link"]),
+                title: rank + title, link: link(f["link"]),
                 description: "Rank \(f["rank"]?.intValue ?? 0) in \(chartName)" + (text(f["genre"]).map { " (\($0))" } ?? "") + ".",
                 // The chart is as of tonight's crawl.
-                pubDate: context.runDate, author: artist, imageURL: text(f["artwork_url"]))
+                pubDate: context.runDate, author: artist, imageURL: link(f["artwork_url"]))
         case .changes:
             let op = candidate.extra["op"] ?? "changed"
             let fieldsText = candidate.extra["fields"] ?? ""
@@ -342,7 +366,7 @@ enum FeedExport {
     /// length and type as given, and the `itunes:` episode fields.
     static func episodeItem(key: String, fields f: JSONValue, name: String, fallbackDate: Date) -> FeedItem {
         var enclosure: FeedEnclosure?
-        if let url = text(f["enclosure_url"]) {
+        if let url = link(f["enclosure_url"]) {
             // RSS requires a length; 0 is the profile's "unknown", which
             // podcastparser and feedparser read as unknown as well.
             enclosure = FeedEnclosure(url: url, length: max(0, f["enclosure_length"]?.intValue ?? 0),
@@ -350,9 +374,9 @@ enum FeedExport {
         }
         return FeedItem(
             guid: text(f["guid"]) ?? "storesync:episode:\(key)", title: name,
-            link: text(f["link"]) ?? text(f["view_url"]), description: f["description"]?.stringValue ?? "",
+            link: link(f["link"]) ?? link(f["view_url"]), description: f["description"]?.stringValue ?? "",
             pubDate: text(f["release_date"]).flatMap(parseDate) ?? fallbackDate, author: text(f["podcast"]),
-            imageURL: text(f["image_url"]), enclosure: enclosure, explicit: f["explicit"]?.boolValue,
+            imageURL: link(f["image_url"]), enclosure: enclosure, explicit: f["explicit"]?.boolValue,
             durationSeconds: f["duration_ms"]?.intValue.map { Int($0 / 1000) },
             episodeNumber: f["episode_number"]?.intValue.map(Int.init), season: f["season"]?.intValue.map(Int.init),
             episodeType: text(f["episode_type"]))
@@ -374,15 +398,15 @@ enum FeedExport {
         if let artist = text(fields["artist"]) { summary.append("By \(artist).") }
         if let genre = text(fields["genre"]) { summary.append("Genre: \(genre).") }
         if let count = fields["track_count"]?.intValue { summary.append("\(count) episodes.") }
-        if let feed = text(fields["feed_url"]) { summary.append("Feed: \(feed)") }
+        if let feed = link(fields["feed_url"]) { summary.append("Feed: \(feed)") }
         return FeedItem(
             guid: "storesync:podcast:\(key)",
             title: name,
-            link: text(fields["view_url"]),
+            link: link(fields["view_url"]),
             description: summary.joined(separator: " "),
             pubDate: text(fields["release_date"]).flatMap(parseDate) ?? fallbackDate,
             author: text(fields["artist"]),
-            imageURL: text(fields["artwork_url"]),
+            imageURL: link(fields["artwork_url"]),
             explicit: fields["explicit"]?.boolValue)
     }
 
@@ -406,11 +430,20 @@ enum FeedExport {
         // Every podcast is listed, but only its outline is kept: the payloads are
         // streamed (in storage order: the outlines are sorted by name and key below).
         var byGenre: [String: [OPMLFeed]] = [:]
+        var withheld = 0
         try context.store.forEachRecord(of: .podcast, columns: [], order: .insertion) { record in
-            guard let fields = parse(record.payload), let feedURL = text(fields["feed_url"]) else { return }
+            guard let fields = parse(record.payload), let given = text(fields["feed_url"]) else { return }
+            // An outline is its feed URL: without a publishable one it is withheld, not written with junk.
+            guard let feedURL = PublishableURL.http(given) else {
+                withheld += 1
+                return
+            }
             byGenre[genre(of: fields), default: []].append(
                 OPMLFeed(name: text(fields["name"]) ?? "podcast \(record.key)", key: record.key, xmlURL: feedURL,
-                         htmlURL: text(fields["view_url"])))
+                         htmlURL: link(fields["view_url"])))
+        }
+        if withheld > 0 {
+            context.logger?.warning("opml \(spec.path): \(withheld) podcast\(withheld == 1 ? "" : "s") withheld: the feed URL is not an http(s) URL")
         }
         let groups = byGenre.keys.sorted().map { genre in
             (genre: genre, feeds: byGenre[genre]!.sorted { $0.name == $1.name ? $0.key < $1.key : $0.name < $1.name })

@@ -258,7 +258,7 @@ struct ITunesRSSProfile: RSSProfile {
             try doc.endElement()
         }
         if let guid = channel.podcastGUID { try doc.element("podcast:guid", guid) }
-        if let image = channel.imageURL { try doc.emptyElement("itunes:image", attributes: ["href": image]) }
+        if let image = PublishableURL.http(channel.imageURL) { try doc.emptyElement("itunes:image", attributes: ["href": image]) }
         for path in channel.categories where !path.isEmpty {
             for name in path {
                 try doc.startElement("itunes:category")
@@ -272,7 +272,7 @@ struct ITunesRSSProfile: RSSProfile {
 
     func writeItemExtensionsBeforeEnclosure(_ item: FeedItem, into doc: XMLDocumentWriter) throws {
         if let author = item.author { try doc.element("itunes:author", author) }
-        if let image = item.imageURL {
+        if let image = PublishableURL.http(item.imageURL) {
             try doc.startElement("itunes:image")
             try doc.attribute("href", image)
             try doc.endElement()

@@ -281,8 +281,9 @@ enum RecordTables {
         var count = 0
         try store.forEachRecord(of: .record, columns: columns, order: .insertion) { record in
             guard let insert = inserts[record.source], let columns = positions[record.source] else { return }
-            insert.bind(1, ownKey(record))
-            for (index, position) in columns.enumerated() { insert.bind(index + 2, record.values[position]) }
+            // Text cleaned as in every export (ExportText): the same text as the CSV files.
+            insert.bind(1, ExportText.clean(ownKey(record)))
+            for (index, position) in columns.enumerated() { insert.bind(index + 2, ExportText.clean(record.values[position])) }
             try insert.run()
             count += 1
         }

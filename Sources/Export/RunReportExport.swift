@@ -192,19 +192,24 @@ package enum RunReportExport {
     }
 }
 
-/// JSON for people and scripts alike: two-space indent, keys sorted.
+/// JSON for people and scripts alike: two-space indent, keys sorted, text
+/// cleaned by the exports' character rule (``ExportText``).
 package enum PrettyJSON {
     package static func render(_ value: JSONValue, indent: String = "") -> String {
+        renderClean(ExportText.clean(value), indent: indent)
+    }
+
+    private static func renderClean(_ value: JSONValue, indent: String) -> String {
         let inner = indent + "  "
         switch value {
         case .array(let elements):
             if elements.isEmpty { return "[]" }
-            return "[\n" + elements.map { inner + render($0, indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
+            return "[\n" + elements.map { inner + renderClean($0, indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
         case .object(let members):
             if members.isEmpty { return "{}" }
             let keys = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
             return "{\n" + keys.map { key in
-                inner + CanonicalJSON.string(.string(key)) + ": " + render(members[key]!, indent: inner)
+                inner + CanonicalJSON.string(.string(key)) + ": " + renderClean(members[key]!, indent: inner)
             }.joined(separator: ",\n") + "\n\(indent)}"
         case .double(let d):
             // Durations: milliseconds are enough, and keep the file stable to read.

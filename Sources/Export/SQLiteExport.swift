@@ -100,10 +100,11 @@ enum SQLiteExport {
             let placeholders = Array(repeating: "?", count: columns.count + 2).joined(separator: ", ")
             let insert = try file.prepare("INSERT INTO \(table) VALUES (\(placeholders)) ")
             try store.forEachRecord(of: entity, columns: columns, order: .insertion) { record in
-                insert.bind(1, record.key)
-                for (index, value) in record.values.enumerated() { insert.bind(index + 2, value) }
+                // Text cleaned as in every export (ExportText): the same text as the CSV files.
+                insert.bind(1, ExportText.clean(record.key))
+                for (index, value) in record.values.enumerated() { insert.bind(index + 2, ExportText.clean(value)) }
                 insert.bind(columns.count + 2, ExtraMembers.json(payload: record.payload, columns: columns, values: record.values)
-                    .map(StoredValue.text) ?? .null)
+                    .map { StoredValue.text(ExportText.clean($0)) } ?? .null)
                 try insert.run()
                 count += 1
             }
@@ -152,11 +153,11 @@ enum SQLiteExport {
             """)
         let insert = try file.prepare("INSERT INTO changes VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         let copy: (ChangeRow) throws -> Void = { change in
-            func optional(_ text: String?) -> StoredValue { text.map(StoredValue.text) ?? .null }
+            func optional(_ text: String?) -> StoredValue { text.map { StoredValue.text(ExportText.clean($0)) } ?? .null }
             insert.bind(1, .integer(change.runID))
-            insert.bind(2, change.source)
-            insert.bind(3, change.entity)
-            insert.bind(4, change.key)
+            insert.bind(2, ExportText.clean(change.source))
+            insert.bind(3, ExportText.clean(change.entity))
+            insert.bind(4, ExportText.clean(change.key))
             insert.bind(5, change.op)
             insert.bind(6, optional(change.field))
             insert.bind(7, optional(change.before))

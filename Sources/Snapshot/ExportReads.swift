@@ -39,6 +39,37 @@ extension SQLiteSnapshotStore {
     /// a 50 MB field held 1.5 GB (measured with the sqlite3 shell, 3.40).
     package static let largePayloadBytes = 1 << 20
 
+    /// SQLite's JSON functions (3.40) end a string at an escaped NUL: `json_extract`
+    /// of `"A\u0000B"` gives `A`, so a column would lose the rest of its text. Such
+    /// payloads are rare: their string columns are read again with ``JSONParser``,
+    /// which keeps the whole value (the exports then apply their character rule).
+    static func restoreEscapedNUL(_ record: inout ProjectedRecord, columns: [ExportColumn]) {
+        guard !columns.isEmpty, hasEscapedNUL(&record.payload),
+              case .object(let members)? = try? JSONParser.parse(record.payload) else { return }
+        for (index, column) in columns.enumerated() where index < record.values.count {
+            if case .string(let text)? = members[column.field] { record.values[index] = .text(text) }
+        }
+    }
+
+    /// Whether JSON text holds `\u0000` (an escaped backslash before `u0000` is skipped).
+    static func hasEscapedNUL(_ text: inout String) -> Bool {
+        text.withUTF8 { bytes in
+            var i = 0
+            let n = bytes.count
+            while i + 5 < n {
+                if bytes[i] == 0x5C {
+                    if bytes[i + 1] == 0x75, bytes[i + 2] == 0x30, bytes[i + 3] == 0x30, bytes[i + 4] == 0x30, bytes[i + 5] == 0x30 {
+                        return true
+                    }
+                    i += 2 // an escape pair: `\\` must not start a match at its second byte
+                } else {
+                    i += 1
+                }
+            }
+            return false
+        }
+    }
+
     package func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
                               _ body: (ProjectedRecord) throws -> Void) throws {
         // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
@@ -82,6 +113,7 @@ extension SQLiteSnapshotStore {
                 row.values.removeAll(keepingCapacity: true)
                 for column in 2..<payloadColumn { row.values.append(query.columnValue(column)) }
                 row.payload = query.columnText(payloadColumn)
+                Self.restoreEscapedNUL(&row, columns: columns)
                 try body(row)
             }
             try emitLarge(before: .max)
@@ -106,6 +138,7 @@ extension SQLiteSnapshotStore {
         while try members.nextRow(db) {
             for index in positions[members.columnText(0)] ?? [] { record.values[index] = members.columnValue(1) }
         }
+        Self.restoreEscapedNUL(&record, columns: columns)
         return record
     }
 

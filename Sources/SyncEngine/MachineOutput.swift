@@ -121,9 +121,9 @@ public enum MachineOutput {
             case .text:
                 try sink.write("run \(run.id) (\(run.status.rawValue), started \(ISO8601DateFormatter().string(from: run.startedAt)))\n")
                 try store.forEachChange(runID: run.id, order: .record) { change in
-                    var line = "\(change.op) \(change.source) \(change.entity) \(change.key)"
+                    var line = "\(change.op) \(change.source) \(change.entity) \(ExportText.clean(change.key))"
                     if let field = change.field {
-                        line += " \(field): \(change.before ?? "null") → \(change.after ?? "null")"
+                        line += " \(ExportText.clean(field)): \(change.before ?? "null") → \(change.after ?? "null")"
                     }
                     try sink.write(line + "\n")
                     rows += 1
@@ -139,8 +139,13 @@ public enum MachineOutput {
         return (run.id, rows)
     }
 
-    /// One change: the CSV's columns, `before`/`after` as the JSON values they are.
+    /// One change: the CSV's columns, `before`/`after` as the JSON values they are,
+    /// text cleaned by the exports' character rule (``ExportText``) like the CSV's.
     static func changeJSON(_ change: ChangeRow) -> JSONValue {
+        ExportText.clean(rawChangeJSON(change))
+    }
+
+    static func rawChangeJSON(_ change: ChangeRow) -> JSONValue {
         func value(_ json: String?) -> JSONValue {
             guard let json else { return .null }
             return (try? JSONParser.parse(json)) ?? .string(json)

@@ -79,7 +79,7 @@ private func readBack(_ bytes: [UInt8], delimiter: UnicodeScalar = ",") throws -
         #expect(parsed.header == ["n", "text", "nothing"])
         #expect(parsed.rows.count == Self.tricky.count)
         for (index, row) in parsed.rows.enumerated() {
-            #expect(row == [String(index), Self.neutralized(Self.tricky[index]), ""])
+            #expect(row == [String(index), Self.neutralized(ExportText.clean(Self.tricky[index])), ""])
         }
     }
 
@@ -87,7 +87,7 @@ private func readBack(_ bytes: [UInt8], delimiter: UnicodeScalar = ",") throws -
         let rows = Self.tricky.map { [CSVCell.text($0)] }
         let bytes = try csvBytes(header: ["text"], rows: rows, options: CSVOptions(neutralizeFormulas: false))
         let parsed = try readBack(bytes)
-        #expect(parsed.rows.map { $0.first ?? "<missing>" } == Self.tricky)
+        #expect(parsed.rows.map { $0.first ?? "<missing>" } == Self.tricky.map(ExportText.clean))  // NUL is removed: the exports' character rule
     }
 
     @Test func numbersAreNeverNeutralised() throws {

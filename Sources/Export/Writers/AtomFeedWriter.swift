@@ -94,7 +94,7 @@ package struct AtomFeedWriter: Sendable {
         try doc.element("name", channel.author ?? channel.title)
         try doc.endElement()
         try doc.element("generator", channel.generator)
-        if let image = channel.imageURL { try doc.element("logo", image) }
+        if let image = PublishableURL.http(channel.imageURL) { try doc.element("logo", image) }
         var seenCategories = Set<String>()
         for name in channel.categories.joined() where seenCategories.insert(name).inserted {
             try doc.emptyElement("category", attributes: ["term": name])
@@ -115,10 +115,10 @@ package struct AtomFeedWriter: Sendable {
         try textElement("title", item.title, into: doc)
         try doc.element("updated", rfc3339(item.updated ?? item.pubDate))
         try doc.element("published", rfc3339(item.pubDate))
-        if let link = item.link, !link.isEmpty {
+        if let link = PublishableURL.http(item.link) {
             try doc.emptyElement("link", attributes: ["rel": "alternate", "type": "text/html", "href": link])
         }
-        if let enclosure = item.enclosure {
+        if let enclosure = item.enclosure, PublishableURL.isHTTP(enclosure.url) {
             try doc.emptyElement("link", attributes: [
                 "rel": "enclosure", "type": enclosure.type, "length": String(max(0, enclosure.length)), "href": enclosure.url,
             ])

@@ -151,7 +151,7 @@ package struct OPMLWriter: Sendable {
         try doc.attribute("title", feed.title)
         try doc.attribute("type", "rss")
         try doc.attribute("xmlUrl", feed.xmlURL)
-        if let html = feed.htmlURL { try doc.attribute("htmlUrl", html) }
+        if let html = PublishableURL.http(feed.htmlURL) { try doc.attribute("htmlUrl", html) }
         if let description = feed.description { try doc.attribute("description", description) }
         try doc.endElement()
     }

@@ -267,7 +267,7 @@ enum RSSCore {
             try doc.emptyElement("atom:link", attributes: ["href": link.href, "rel": link.rel, "type": "application/rss+xml"])
         }
         if channel.isArchive { try doc.emptyElement("fh:archive", attributes: [:]) }
-        if let image = channel.imageURL {
+        if let image = PublishableURL.http(channel.imageURL) {
             try doc.startElement("image")
             try doc.element("url", image)
             try doc.element("title", title)
@@ -291,7 +291,7 @@ enum RSSCore {
                                   into doc: XMLDocumentWriter) throws {
         try doc.startElement("item")
         try doc.element("title", style.titleText(item.title))
-        if let link = item.link { try doc.element("link", link) }
+        if let link = PublishableURL.http(item.link) { try doc.element("link", link) }
         try doc.element("description", style.descriptionText(item.description))
         try doc.startElement("guid")
         try doc.attribute("isPermaLink", "false")
@@ -299,7 +299,7 @@ enum RSSCore {
         try doc.endElement()
         try doc.element("pubDate", PodcastFeedWriter.rfc822(item.pubDate))
         try profile.writeItemExtensionsBeforeEnclosure(item, into: doc)
-        if let enclosure = item.enclosure {
+        if let enclosure = item.enclosure, PublishableURL.isHTTP(enclosure.url) {
             try doc.startElement("enclosure")
             try doc.attribute("url", enclosure.url)
             try doc.attribute("length", String(max(0, enclosure.length)))
@@ -334,6 +334,6 @@ struct PlainRSSProfile: RSSProfile {
     }
 
     func writeItemExtensionsAfterEnclosure(_ item: FeedItem, into doc: XMLDocumentWriter) throws {
-        if thumbnails, let image = item.imageURL { try doc.emptyElement("media:thumbnail", attributes: ["url": image]) }
+        if thumbnails, let image = PublishableURL.http(item.imageURL) { try doc.emptyElement("media:thumbnail", attributes: ["url": image]) }
     }
 }
