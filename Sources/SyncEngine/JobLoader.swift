@@ -292,34 +292,45 @@ extension SettingsReader {
                 continue
             }
             guard let headers = mapping(host.value, path: hostPath) else { continue }
-            checkKeys(headers, path: hostPath, allowed: headers.map(\.key))
-            for header in headers {
-                let headerPath = join(hostPath, header.key)
-                let validName = !header.key.isEmpty && header.key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }
-                if !validName {
-                    issue(header.keyNode, headerPath, "is not a header name (letters, digits, '-')")
-                    continue
-                }
-                guard case .mapping = header.value.value, let source = mapping(header.value, path: headerPath) else {
-                    issue(header.value, headerPath, "a header's value is never written in the job file: write {env: VARIABLE} "
-                          + "and set VARIABLE in the environment of the run (the value is never printed or logged)")
-                    continue
-                }
-                checkKeys(source, path: headerPath, allowed: ["env", "prefix"])
-                guard let variable = string(source, "env", path: headerPath, required: true) else { continue }
-                let prefix = string(source, "prefix", path: headerPath) ?? ""
-                guard let secret = environment[variable], !secret.isEmpty else {
-                    issue(value(source, "env"), join(headerPath, "env"),
-                          "environment variable \(variable) is not set (or empty): the run would send no \(header.key) to \(host.key)")
-                    continue
-                }
-                if (prefix + secret).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-                    issue(value(source, "env"), join(headerPath, "env"),
-                          "environment variable \(variable) holds a line break or NUL, which a header cannot carry")
-                    continue
-                }
-                out.append(SecretHeader(host: host.key, name: header.key, variable: variable, value: prefix + secret))
+            out += secretHeaders(headers, path: hostPath, host: host.key, environment: environment,
+                                 unset: { "the run would send no \($0) to \(host.key)" })
+        }
+        return out
+    }
+
+    /// One host's headers, each `{env: VARIABLE, prefix: …}`: read from the
+    /// environment, refused when written in the file, unset or unfit for a
+    /// header. `unset` says what a missing variable costs, by header name.
+    mutating func secretHeaders(_ headers: Fields, path: String, host: String, environment: [String: String],
+                                unset: (String) -> String) -> [SecretHeader] {
+        checkKeys(headers, path: path, allowed: headers.map(\.key))
+        var out: [SecretHeader] = []
+        for header in headers {
+            let headerPath = join(path, header.key)
+            let validName = !header.key.isEmpty && header.key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }
+            if !validName {
+                issue(header.keyNode, headerPath, "is not a header name (letters, digits, '-')")
+                continue
             }
+            guard case .mapping = header.value.value, let source = mapping(header.value, path: headerPath) else {
+                issue(header.value, headerPath, "a header's value is never written in the job file: write {env: VARIABLE} "
+                      + "and set VARIABLE in the environment of the run (the value is never printed or logged)")
+                continue
+            }
+            checkKeys(source, path: headerPath, allowed: ["env", "prefix"])
+            guard let variable = string(source, "env", path: headerPath, required: true) else { continue }
+            let prefix = string(source, "prefix", path: headerPath) ?? ""
+            guard let secret = environment[variable], !secret.isEmpty else {
+                issue(value(source, "env"), join(headerPath, "env"),
+                      "environment variable \(variable) is not set (or empty): \(unset(header.key))")
+                continue
+            }
+            if (prefix + secret).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                issue(value(source, "env"), join(headerPath, "env"),
+                      "environment variable \(variable) holds a line break or NUL, which a header cannot carry")
+                continue
+            }
+            out.append(SecretHeader(host: host, name: header.key, variable: variable, value: prefix + secret))
         }
         return out
     }

@@ -21,34 +21,8 @@ extension SettingsReader {
         let attempts = int(fields, "attempts", path: "notify", range: 1...10) ?? NotifySpec.defaultAttempts
         var headers: [SecretHeader] = []
         if let headersNode = value(fields, "headers"), let list = mapping(headersNode, path: "notify.headers") {
-            checkKeys(list, path: "notify.headers", allowed: list.map(\.key))
-            for header in list {
-                let headerPath = join("notify.headers", header.key)
-                let validName = !header.key.isEmpty && header.key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }
-                guard validName else {
-                    issue(header.keyNode, headerPath, "is not a header name (letters, digits, '-')")
-                    continue
-                }
-                guard case .mapping = header.value.value, let source = mapping(header.value, path: headerPath) else {
-                    issue(header.value, headerPath, "a header's value is never written in the job file: write {env: VARIABLE} "
-                          + "and set VARIABLE in the environment of the run (the value is never printed or logged)")
-                    continue
-                }
-                checkKeys(source, path: headerPath, allowed: ["env", "prefix"])
-                guard let variable = string(source, "env", path: headerPath, required: true) else { continue }
-                let prefix = string(source, "prefix", path: headerPath) ?? ""
-                guard let secret = environment[variable], !secret.isEmpty else {
-                    issue(value(source, "env"), join(headerPath, "env"),
-                          "environment variable \(variable) is not set (or empty): the webhook would get no \(header.key)")
-                    continue
-                }
-                if (prefix + secret).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-                    issue(value(source, "env"), join(headerPath, "env"),
-                          "environment variable \(variable) holds a line break or NUL, which a header cannot carry")
-                    continue
-                }
-                headers.append(SecretHeader(host: url?.host ?? "", name: header.key, variable: variable, value: prefix + secret))
-            }
+            headers = secretHeaders(list, path: "notify.headers", host: url?.host ?? "", environment: environment,
+                                    unset: { "the webhook would get no \($0)" })
         }
         guard let url else { return nil }
         return NotifySpec(url: url, on: on, headers: headers, timeoutSeconds: timeout, attempts: attempts)
