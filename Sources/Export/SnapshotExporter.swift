@@ -158,7 +158,7 @@ package enum SnapshotExporter {
             } catch {
                 throw .exportFailed(path: context.url(PathTemplate.expand(spec.target, context.templateValues)).path, reason: "\(error)",
                                     remedy: "The previous file was left intact; the next run (or `storesync export`) writes it again",
-                                    cause: error as? any Error & Sendable)
+                                    cause: error)
             }
         }
         for file in files { logger.debug("exported \(file.path) (\(file.rows) rows, \(file.bytes) bytes)") }

@@ -32,10 +32,9 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-                    source: String, file: String, function: String, line: UInt) {
-        write(Self.line(date: Date(), level: level, message: "\(message)", label: label, module: source,
-                        metadata: self.metadata.merging(explicit ?? [:]) { $1 }))
+    public func log(event: LogEvent) {
+        write(Self.line(date: Date(), level: event.level, message: "\(event.message)", label: label, module: event.source,
+                        metadata: self.metadata.merging(event.metadata ?? [:]) { $1 }))
     }
 
     /// One log line (exposed for tests): fixed members win over metadata of the same name.

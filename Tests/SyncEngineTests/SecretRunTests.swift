@@ -25,10 +25,9 @@ final class CapturedLog: Sendable {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            let all = metadata.merging(extra ?? [:]) { $1 }
-            log.lines.withLock { $0.append("\(level) \(message) \(all)") }
+        func log(event: LogEvent) {
+            let all = metadata.merging(event.metadata ?? [:]) { $1 }
+            log.lines.withLock { $0.append("\(event.level) \(event.message) \(all)") }
         }
     }
 }
