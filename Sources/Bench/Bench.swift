@@ -146,8 +146,12 @@ package struct Benchmark: Sendable {
         return Row(task: task, tool: tool, median: median, records: records, peakRSS: peak, runs: times.count, note: checkNote)
     }
 
+    /// Deletes a database and what lives beside it. A store the benchmark
+    /// deletes is retired on purpose, so its history marker goes too: left
+    /// behind, it makes the next repetition's load a store that lost its
+    /// history, which `run` refuses.
     func remove(_ path: String) {
-        for suffix in ["", "-wal", "-shm", ".lock"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in ["", "-wal", "-shm", ".lock", ".history"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
     func copyDatabase(_ from: String, _ to: String) throws {
