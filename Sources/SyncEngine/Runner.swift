@@ -532,27 +532,24 @@ public struct Runner: Sendable {
                 result.errors.append(RunProblem(error, source: source.name))
             }
         }
-        if stop?.isRequested == true {
-            // Stopped as a kill at a page boundary would: no pending inputs, follow-ups or
-            // removal pass are decided on a partial crawl; the resumed run does them.
-            report.scopesTotal = result.scopesTotal
-            report.scopesComplete = result.scopesComplete
-            report.errors = result.errors
-            progress?(.sourceFinished(source: source.name))
-            return report
-        }
-        if !result.deadlineLeft.isEmpty {
-            // Stopped at a page boundary, like a kill but on purpose: no follow-ups and no
-            // removal pass (the source was not crawled whole); the resumed run does both.
-            deadlineLeft += result.deadlineLeft.map { "\(source.name)/\($0)" }
-            try? store.addSourceTime(runID: run.id, source: source.name, requests: 0, seconds: clock.now() - started)
+        /// The source's report when its crawl stopped at a page boundary before
+        /// its end, as a kill would: no pending inputs, follow-ups or removal pass
+        /// are decided on a partial crawl; the resumed run does them. A deadline
+        /// also books the time spent and says what it left.
+        func stoppedEarly(_ result: SourceCrawler.Result, byDeadline: Bool) -> SourceReport {
+            if byDeadline {
+                deadlineLeft += result.deadlineLeft.map { "\(source.name)/\($0)" }
+                try? store.addSourceTime(runID: run.id, source: source.name, requests: 0, seconds: clock.now() - started)
+                warnings += result.warnings
+            }
             progress?(.sourceFinished(source: source.name))
             report.scopesTotal = result.scopesTotal
             report.scopesComplete = result.scopesComplete
             report.errors = result.errors
-            warnings += result.warnings
             return report
         }
+        if stop?.isRequested == true { return stoppedEarly(result, byDeadline: false) }
+        if !result.deadlineLeft.isEmpty { return stoppedEarly(result, byDeadline: true) }
         if inputRequest?.selection == .newOrChanged {
             keepPending(consumer: source.name, scopes: scopes, result: &result, store: store)
         }
@@ -573,21 +570,10 @@ public struct Runner: Sendable {
         if !followUps.isEmpty {
             progress?(.sourceStarted(source: source.name, scopes: followUps.count))
             var followed = await crawler.crawl(followUps)
-            if !followed.deadlineLeft.isEmpty {
-                // As above: the details not fetched stay owed (kept pending) and nothing is swept.
-                keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &followed, store: store)
-                deadlineLeft += followed.deadlineLeft.map { "\(source.name)/\($0)" }
-                result.add(followed)
-                try? store.addSourceTime(runID: run.id, source: source.name, requests: 0, seconds: clock.now() - started)
-                progress?(.sourceFinished(source: source.name))
-                report.scopesTotal = result.scopesTotal
-                report.scopesComplete = result.scopesComplete
-                report.errors = result.errors
-                warnings += result.warnings
-                return report
-            }
             keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &followed, store: store)
             result.add(followed)
+            // As above: the details not fetched stay owed (kept pending) and nothing is swept.
+            if !followed.deadlineLeft.isEmpty { return stoppedEarly(result, byDeadline: true) }
         } else if followUpsSelected {
             // Nothing owed any more (a pending record may have been removed upstream).
             keepPending(consumer: Self.followUpConsumer(source), scopes: [], result: &result, store: store)
