@@ -117,6 +117,7 @@ let package = Package(
             exclude: ["Golden"]
         ),
         .testTarget(name: "StoreSimTests", dependencies: ["StoreSim", "TestSupport"]),
+        .testTarget(name: "BenchTests", dependencies: ["Bench"]),
         .testTarget(
             name: "SyncEngineTests",
             dependencies: [

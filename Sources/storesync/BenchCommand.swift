@@ -12,7 +12,10 @@ struct BenchCommand: AsyncParsableCommand {
             generator's truth), CSV export, an RSS feed of 100k items, and a crawl of the simulator over \
             loopback HTTP (200 records a page), and every export of the demo job over a store of 200k products \
             and 200k podcasts (20k with --quick; --export-store N). Prints medians, records/s, peak RSS \
-            and each tool's time relative to storesync. Build with -c release for meaningful figures.
+            and each tool's time relative to storesync, then the targets of issue 16 as met or missed (each a ratio \
+            to a peer in the same run). --scale 100k 1M 10M runs the whole benchmark at each size and prints how each \
+            task's time and memory grew; it refuses at once a size the work folder's disk cannot hold. Build with -c \
+            release for meaningful figures.
             """
     )
 
@@ -21,6 +24,10 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(help: "Night-1 records (overrides --quick).")
     var records: Int?
+
+    @Option(parsing: .upToNextOption,
+            help: "Catalogue sizes, e.g. --scale 100k 1M 10M: the whole benchmark at each, then how each task grew.")
+    var scale: [String] = []
 
     @Option(help: "Repetitions per tool (slow peers run once).")
     var repetitions = 3
@@ -40,27 +47,45 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The demo job whose exports the exports task measures.")
     var demoJob = "jobs/demo.yml"
 
+    func validate() throws {
+        for size in scale where Benchmark.records(scale: size) == nil {
+            throw ValidationError("--scale \(size): expected a number of records such as 100k, 1M or 10M")
+        }
+        if !scale.isEmpty, records != nil { throw ValidationError("--scale and --records both set the size: pass one") }
+    }
+
     func run() async throws {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
-        let options = Benchmark.Options(
-            records: records ?? (quick ? 100_000 : 1_000_000), repetitions: max(1, repetitions),
-            workDirectory: URL(fileURLWithPath: work).standardizedFileURL.path,
-            peersDirectory: URL(fileURLWithPath: peers).standardizedFileURL.path, executable: executable,
-            tasks: Set(task), exportStoreSize: exportStore ?? (quick ? 20_000 : 200_000),
-            demoJob: URL(fileURLWithPath: demoJob).standardizedFileURL.path)
-        let bench = Benchmark(options: options) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
-        do {
-            let rows = try bench.run()
-            print(Benchmark.table(rows))
-            print("")
-            print(Benchmark.peerSummary(rows))
-            print("")
-            print("targets (\(options.records) records; the RSS task writes at most 100k items):")
-            print(Benchmark.targetVerdicts(rows))
-        } catch {
-            printError("\(error)")
-            throw ExitCode(ExitStatus.failed.rawValue)
+        let sizes = scale.isEmpty ? [records ?? (quick ? 100_000 : 1_000_000)] : scale.compactMap(Benchmark.records(scale:))
+        var runs: [(records: Int, rows: [Benchmark.Row])] = []
+        for size in sizes {
+            let options = Benchmark.Options(
+                records: size, repetitions: max(1, repetitions),
+                workDirectory: URL(fileURLWithPath: work).standardizedFileURL.path,
+                peersDirectory: URL(fileURLWithPath: peers).standardizedFileURL.path, executable: executable,
+                tasks: Set(task), exportStoreSize: exportStore ?? (size < 1_000_000 ? 20_000 : 200_000),
+                demoJob: URL(fileURLWithPath: demoJob).standardizedFileURL.path)
+            let bench = Benchmark(options: options) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+            do {
+                let rows = try bench.run()
+                if sizes.count > 1 { print("## \(Benchmark.label(records: size)) records\n") }
+                print(Benchmark.table(rows))
+                print("")
+                print(Benchmark.peerSummary(rows))
+                print("")
+                print("targets (\(options.records) records; the RSS task writes at most 100k items):")
+                print(Benchmark.targetVerdicts(rows))
+                print("")
+                runs.append((size, rows))
+            } catch {
+                printError("\(error)")
+                throw ExitCode(ExitStatus.failed.rawValue)
+            }
+        }
+        if runs.count > 1 {
+            print("growth with the catalogue (storesync; medians):")
+            print(Benchmark.growth(runs))
         }
     }
 }
