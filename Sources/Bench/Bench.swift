@@ -485,7 +485,7 @@ package struct Benchmark: Sendable {
         package var detail: String
     }
 
-    /// The targets of issue 16, each checked against this run's medians.
+    /// The performance targets (issue 16), each checked against this run's medians.
     /// A target whose figures were not measured (a task not asked for, a peer
     /// not installed) is left out rather than reported as met.
     package static func targets(_ rows: [Row]) -> [Target] {

@@ -12,7 +12,7 @@ struct BenchCommand: AsyncParsableCommand {
             generator's truth), CSV export, an RSS feed of 100k items, and a crawl of the simulator over \
             loopback HTTP (200 records a page), and every export of the demo job over a store of 200k products \
             and 200k podcasts (20k with --quick; --export-store N). Prints medians, records/s, peak RSS \
-            and each tool's time relative to storesync, then the targets of issue 16 as met or missed (each a ratio \
+            and each tool's time relative to storesync, then each performance target as met or missed (most are a ratio \
             to a peer in the same run). --scale 100k 1M 10M runs the whole benchmark at each size and prints how each \
             task's time and memory grew; it refuses at once a size the work folder's disk cannot hold. Build with -c \
             release for meaningful figures.
