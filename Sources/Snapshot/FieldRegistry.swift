@@ -47,8 +47,14 @@ struct FieldRegistryWriter {
     /// Notes the fields of one record, in `order` where the source gives its own.
     mutating func note(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) throws {
         let name = entity.rawValue
-        let names = order.map { $0 + fields.keys.filter { !Set(order ?? []).contains($0) }.sorted() }
-            ?? fields.keys.sorted()
+        let names: [String]
+        if let order {
+            // One set per record, not one per field: this runs for every row a load writes.
+            let listed = Set(order)
+            names = order + fields.keys.filter { !listed.contains($0) }.sorted()
+        } else {
+            names = fields.keys.sorted()
+        }
         for field in names {
             guard let value = fields[field] else { continue }
             let kind = Self.kind(of: value)

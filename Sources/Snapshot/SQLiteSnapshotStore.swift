@@ -20,7 +20,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     let pool: any DatabaseWriter
     /// Keys seen in the current run, per source: dedup within a run and the
     /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
-    private let seen = Mutex<[String: Set<RecordIdentity>]>([:])
+    let seen = Mutex<[String: Set<RecordIdentity>]>([:])
     /// Each source's stored digests, read on first use and kept in step with
     /// every write this store makes (it is the only writer: the run lock).
     private let digestIndexes = Mutex<[String: DigestIndex]>([:])
@@ -29,6 +29,8 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
     /// How each source of the run maps into the canonical model (``prepareEntities(_:)``).
     let mappings = Mutex<[String: SourceMapping]>([:])
+    /// Set while a first load into the empty store runs (``beginBulkLoad()``).
+    let firstLoad = Mutex<FirstLoadState?>(nil)
     /// The store's first run: its added entities log no values (the entities
     /// table is exactly what it added, and a million-row baseline would double
     /// the file). Decided by the run, not by how it went, so a resumed first
@@ -77,7 +79,10 @@ package final class SQLiteSnapshotStore: SnapshotStore {
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Schema.migrator.migrate(pool)
-            try pool.write { db in try db.execute(sql: Schema.keyIndex) }
+            try pool.write { db in
+                try db.execute(sql: Schema.keyIndex)
+                try db.execute(sql: Schema.entityKeyIndex)
+            }
         } catch {
             throw .storage(path: path, reason: "cannot open: \(error)")
         }
@@ -356,6 +361,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// only added and changed records, their field-level changes, the page's
     /// key list and the scope's checkpoint. Unchanged records cost no write.
     package func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult {
+        if let loaded = try await applyFirstLoad(page) { return loaded }
         // Dedup against what this run already saw; content that differs from a
         // sighting earlier in the run (drift) still goes through as a change.
         // The page's keys are marked seen here, one probe each: a key met
