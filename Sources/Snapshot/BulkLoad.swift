@@ -20,19 +20,28 @@ extension SQLiteSnapshotStore {
     /// at each checkpoint, which a kill -9 cannot tell (the operating system
     /// holds what was written), and ``endBulkLoad()`` syncs everything once.
     package func beginBulkLoad() throws(StoreSyncError) -> Bool {
-        let began = try wrap {
-            try pool.write { db in
-                guard try Bool.fetchOne(db, sql: """
-                    SELECT NOT EXISTS (SELECT 1 FROM records) AND NOT EXISTS (SELECT 1 FROM entities)
-                    """) == true else { return false }
-                try db.execute(sql: "DROP INDEX IF EXISTS records_by_key")
-                try db.execute(sql: "DROP INDEX IF EXISTS entities_by_key")
-                return true
-            }
-        }
-        guard began else { return false }
         // Outside a transaction: SQLite refuses to change the safety level within one.
         try wrap { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") } }
+        let began: Bool
+        do {
+            began = try wrap {
+                try pool.write { db in
+                    guard try Bool.fetchOne(db, sql: """
+                        SELECT NOT EXISTS (SELECT 1 FROM records) AND NOT EXISTS (SELECT 1 FROM entities)
+                        """) == true else { return false }
+                    try db.execute(sql: "DROP INDEX IF EXISTS records_by_key")
+                    try db.execute(sql: "DROP INDEX IF EXISTS entities_by_key")
+                    return true
+                }
+            }
+        } catch {
+            try? wrap { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") } }
+            throw error
+        }
+        guard began else {
+            try wrap { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") } }
+            return false
+        }
         firstLoad.withLock { $0 = FirstLoadState() }
         return true
     }

@@ -33,6 +33,8 @@ private struct FirstLoadRow: Sendable {
     var entityKeyHash: UInt64
     var canonicalText: String
     var canonicalHash: Int64
+    /// What the field registry needs of the row (``FieldRegistryWriter/shape(_:_:order:)``).
+    var shape: String
 }
 
 extension SQLiteSnapshotStore {
@@ -72,14 +74,23 @@ extension SQLiteSnapshotStore {
                 let mapped = MappedRecord(record, mapping)
                 let entity = mapped.canonical.entity
                 let entityKey = EntityWriter.entityKey(entity, record.key, source: page.source)
-                let bytes = CanonicalJSON.encodeObject(mapped.canonical.fields)
                 var keyBytes = Array(entity.rawValue.utf8)
                 keyBytes.append(9)
                 keyBytes.append(contentsOf: entityKey.utf8)
+                let text: String, hash: Int64
+                if entity == record.entity, mapped.canonical.fields == mapped.fields, !mapped.fields.isEmpty {
+                    // The canonical fields are the record's own (a records file's
+                    // row): its payload is their canonical encoding already, and its
+                    // hash that encoding's. Encoding them again was a tenth of the load.
+                    (text, hash) = (record.payload, record.hash.sqliteValue)
+                } else {
+                    let bytes = CanonicalJSON.encodeObject(mapped.canonical.fields)
+                    (text, hash) = (String(decoding: bytes, as: UTF8.self), ContentHash(bytes: bytes).sqliteValue)
+                }
                 return FirstLoadRow(fields: mapped.fields, entity: entity, entityKey: entityKey,
                                     entityKeyHash: ContentHash(bytes: keyBytes).rawValue,
-                                    canonicalText: String(decoding: bytes, as: UTF8.self),
-                                    canonicalHash: ContentHash(bytes: bytes).sqliteValue)
+                                    canonicalText: text, canonicalHash: hash,
+                                    shape: FieldRegistryWriter.shape(record.entity, mapped.fields, order: record.fieldOrder))
             }
         }.flatMap { $0 }
         // Every record and entity of the page must be new to this run. Both
@@ -119,6 +130,8 @@ extension SQLiteSnapshotStore {
                     """))
                 var registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID)
                 var sources: [EntityKind: String] = [:]
+                var notedShapes: Set<String> = []
+                var lastShape = ""
                 var written: [(RecordIdentity, StoredDigest?)] = []
                 written.reserveCapacity(records.count)
                 var keyList = ""
@@ -159,7 +172,11 @@ extension SQLiteSnapshotStore {
                     log.bind(4, row.entityKey)
                     log.bind(5, logAddedValues ? row.canonicalText : nil)
                     try log.execute(db)
-                    try registry.note(record.entity, row.fields, order: record.fieldOrder)
+                    // Rows of a file mostly share one shape: compared with the last row's before any hashing.
+                    if row.shape != lastShape, notedShapes.insert(row.shape).inserted {
+                        try registry.note(record.entity, row.fields, order: record.fieldOrder)
+                    }
+                    lastShape = row.shape
                     result.added += 1
                 }
                 try Self.recordPage(db, page, keyList: keyList, result: result)

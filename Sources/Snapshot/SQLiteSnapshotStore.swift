@@ -466,29 +466,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                     if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
                     result.unread += 1
                 }
-                if let memo = page.memo {
-                    try db.execute(sql: """
-                        INSERT OR REPLACE INTO page_memos (source, scope, page, url, etag, last_modified, body_hash, row_count, has_next, keys)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, arguments: [page.source, page.scope, page.page, memo.url, memo.etag, memo.lastModified,
-                                         memo.bodyHash.sqliteValue, memo.rowCount, memo.hasNext, keyList])
-                }
-                try db.execute(sql: "INSERT OR REPLACE INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [page.runID, page.source, page.scope, page.page, keyList])
-                try db.execute(sql: """
-                    INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
-                        state = excluded.state, error = NULL, error_code = NULL, error_url = NULL
-                    """, arguments: [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
-                try Self.addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
-                                   added: result.added, changed: result.changed, unchanged: result.unchanged,
-                                   removed: 0, skipped: page.skippedRows, seconds: page.seconds,
-                                   recordWrites: result.recordRowsWritten)
-                if page.driftRows > 0 || result.unread > 0 {
-                    try db.execute(sql: """
-                        UPDATE run_sources SET drift = drift + ?, unchanged_pages = unchanged_pages + ? WHERE run_id = ? AND source = ?
-                        """, arguments: [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
-                }
+                try Self.recordPage(db, page, keyList: keyList, result: result)
                 return (result, written)
             }
         } catch {

@@ -27,10 +27,16 @@ import TestSupport
     }
 
     /// A records-file row (its fields in the file's order) and a podcast.
+    /// Its values include what a canonical encoding normalises (numbers,
+    /// escapes, nesting), which the first load stores from the record's payload.
     func row(_ key: Int, name: String = "Row") -> Catalog.Record {
-        Catalog.Record(entity: .record, key: String(key),
-                       fields: ["id": .int(Int64(key)), "name": .string(name), "price": .double(Double(key) / 4)],
-                       fieldOrder: ["id", "name", "price"])
+        let tricky: [JSONValue] = [.double(0.1), .double(1e21), .double(-0.0), .double(2.5e-8), .int(Int64.min), .null,
+                                   .string("tab\tquote\"nul\u{0}é😀\u{7f}</x>"), .array([.int(1), .null, .bool(true)]),
+                                   .object(["z": .double(1), "a": .string("")]), .number("123456789012345678901234567890"), .double(1.0)]
+        return Catalog.Record(entity: .record, key: String(key),
+                              fields: ["id": .int(Int64(key)), "name": .string(name), "price": .double(Double(key) / 4),
+                                       "extra": tricky[key % tricky.count]],
+                              fieldOrder: ["id", "name", "price"])
     }
 
     func podcast(_ key: Int) -> Catalog.Record {
