@@ -44,12 +44,33 @@ struct FieldRegistryWriter {
         return "text"
     }
 
+    /// The names of `fields` in the order ``note(_:_:order:)`` takes them.
+    private static func names(_ fields: [String: JSONValue], order: [String]?) -> [String] {
+        guard let order else { return fields.keys.sorted() }
+        // One set per record, not one per field: this runs for every row a load writes.
+        let listed = Set(order)
+        return order + fields.keys.filter { !listed.contains($0) }.sorted()
+    }
+
+    /// What ``note(_:_:order:)`` depends on in a record: its entity and its
+    /// fields' names and kinds, in order. Noting a second record of the same
+    /// shape changes nothing, so a load notes each shape of a page once.
+    static func shape(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) -> String {
+        var shape = entity.rawValue
+        for field in names(fields, order: order) {
+            guard let value = fields[field] else { continue }
+            shape.append("\u{1}")
+            shape.append(field)
+            shape.append("\u{2}")
+            shape.append(kind(of: value) ?? "")
+        }
+        return shape
+    }
+
     /// Notes the fields of one record, in `order` where the source gives its own.
     mutating func note(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) throws {
         let name = entity.rawValue
-        let names = order.map { $0 + fields.keys.filter { !Set(order ?? []).contains($0) }.sorted() }
-            ?? fields.keys.sorted()
-        for field in names {
+        for field in Self.names(fields, order: order) {
             guard let value = fields[field] else { continue }
             let kind = Self.kind(of: value)
             if let seen = known[name]?[field] {

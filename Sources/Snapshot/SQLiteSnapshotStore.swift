@@ -20,7 +20,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     let pool: any DatabaseWriter
     /// Keys seen in the current run, per source: dedup within a run and the
     /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
-    private let seen = Mutex<[String: Set<RecordIdentity>]>([:])
+    let seen = Mutex<[String: Set<RecordIdentity>]>([:])
     /// Each source's stored digests, read on first use and kept in step with
     /// every write this store makes (it is the only writer: the run lock).
     private let digestIndexes = Mutex<[String: DigestIndex]>([:])
@@ -29,6 +29,8 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
     /// How each source of the run maps into the canonical model (``prepareEntities(_:)``).
     let mappings = Mutex<[String: SourceMapping]>([:])
+    /// Set while a first load into the empty store runs (``beginBulkLoad()``).
+    let firstLoad = Mutex<FirstLoadState?>(nil)
     /// The store's first run: its added entities log no values (the entities
     /// table is exactly what it added, and a million-row baseline would double
     /// the file). Decided by the run, not by how it went, so a resumed first
@@ -77,7 +79,10 @@ package final class SQLiteSnapshotStore: SnapshotStore {
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try Schema.migrator.migrate(pool)
-            try pool.write { db in try db.execute(sql: Schema.keyIndex) }
+            try pool.write { db in
+                try db.execute(sql: Schema.keyIndex)
+                try db.execute(sql: Schema.entityKeyIndex)
+            }
         } catch {
             throw .storage(path: path, reason: "cannot open: \(error)")
         }
@@ -356,6 +361,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// only added and changed records, their field-level changes, the page's
     /// key list and the scope's checkpoint. Unchanged records cost no write.
     package func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult {
+        if let loaded = try await applyFirstLoad(page) { return loaded }
         // Dedup against what this run already saw; content that differs from a
         // sighting earlier in the run (drift) still goes through as a change.
         // The page's keys are marked seen here, one probe each: a key met
@@ -460,29 +466,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                     if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
                     result.unread += 1
                 }
-                if let memo = page.memo {
-                    try db.execute(sql: """
-                        INSERT OR REPLACE INTO page_memos (source, scope, page, url, etag, last_modified, body_hash, row_count, has_next, keys)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, arguments: [page.source, page.scope, page.page, memo.url, memo.etag, memo.lastModified,
-                                         memo.bodyHash.sqliteValue, memo.rowCount, memo.hasNext, keyList])
-                }
-                try db.execute(sql: "INSERT OR REPLACE INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [page.runID, page.source, page.scope, page.page, keyList])
-                try db.execute(sql: """
-                    INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
-                        state = excluded.state, error = NULL, error_code = NULL, error_url = NULL
-                    """, arguments: [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
-                try Self.addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
-                                   added: result.added, changed: result.changed, unchanged: result.unchanged,
-                                   removed: 0, skipped: page.skippedRows, seconds: page.seconds,
-                                   recordWrites: result.recordRowsWritten)
-                if page.driftRows > 0 || result.unread > 0 {
-                    try db.execute(sql: """
-                        UPDATE run_sources SET drift = drift + ?, unchanged_pages = unchanged_pages + ? WHERE run_id = ? AND source = ?
-                        """, arguments: [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
-                }
+                try Self.recordPage(db, page, keyList: keyList, result: result)
                 return (result, written)
             }
         } catch {

@@ -8,6 +8,10 @@ enum Schema {
     /// store builds it if a killed bulk load left it missing.
     static let keyIndex = "CREATE INDEX IF NOT EXISTS records_by_key ON records(source, entity, key, hash, raw_hash, scope)"
 
+    /// The entities' key index (migration v10), which a bulk load drops and
+    /// builds again like ``keyIndex``.
+    static let entityKeyIndex = "CREATE UNIQUE INDEX IF NOT EXISTS entities_by_key ON entities(entity, key)"
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
