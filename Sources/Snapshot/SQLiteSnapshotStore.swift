@@ -361,7 +361,51 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// only added and changed records, their field-level changes, the page's
     /// key list and the scope's checkpoint. Unchanged records cost no write.
     package func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult {
-        if let loaded = try await applyFirstLoad(page) { return loaded }
+        try await apply([page])[0]
+    }
+
+    /// Applies consecutive pages of one source, in order, in one transaction:
+    /// each exactly as ``apply(_:)`` would, a later page comparing against
+    /// what an earlier one wrote, and the last page's checkpoint the one a
+    /// resume sees. A kill loses the whole batch or none of it.
+    package func apply(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
+        guard let source = pages.first?.source else { return [] }
+        precondition(pages.allSatisfy { $0.source == source }, "a batch of pages is of one source")
+        // A first load writes its pages on its own path, one transaction each, until a page is not all new.
+        var loaded: [PageResult] = []
+        for page in pages {
+            guard let result = try await applyFirstLoad(page) else { break }
+            loaded.append(result)
+        }
+        let pages = Array(pages.dropFirst(loaded.count))
+        guard !pages.isEmpty else { return loaded }
+        var prepared: [@Sendable (Database, inout [RecordIdentity: StoredDigest]) throws -> PageResult] = []
+        for page in pages { prepared.append(try prepare(page)) }
+        let steps = prepared
+        let results: [PageResult]
+        let written: [RecordIdentity: StoredDigest]
+        do {
+            (results, written) = try await pool.write { db in
+                // Within the batch, a later row with the key of an earlier one compares against what that row wrote.
+                var written: [RecordIdentity: StoredDigest] = [:]
+                var results: [PageResult] = []
+                for step in steps { results.append(try step(db, &written)) }
+                return (results, written)
+            }
+        } catch {
+            let what = pages.count == 1 ? "page \(pages[0].page)" : "pages \(pages[0].page)–\(pages[pages.count - 1].page)"
+            throw .storage(path: path, reason: "applying \(what) of \(source)/\(pages[0].scope): \(error)")
+        }
+        // Committed: the index follows.
+        digests(of: source)?.update(written.map { ($0.key, $0.value) })
+        return loaded + results
+    }
+
+    /// What ``apply(_:)`` does before its transaction (marking the page's keys
+    /// seen, mapping the records it will write), and the step that writes the
+    /// page within it.
+    private func prepare(_ page: PageInput) throws(StoreSyncError)
+        -> @Sendable (Database, inout [RecordIdentity: StoredDigest]) throws -> PageResult {
         // Dedup against what this run already saw; content that differs from a
         // sighting earlier in the run (drift) still goes through as a change.
         // The page's keys are marked seen here, one probe each: a key met
@@ -390,91 +434,80 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                 return MappedRecord(records[position], mapping)
             }
         }.flatMap { $0 }
-        let result: PageResult
-        let written: [RecordIdentity: StoredDigest]
-        do {
-            (result, written) = try await pool.write { db in
-                var result = PageResult()
-                let index = try digestIndex(db, source: page.source)
-                let insert = RawStatement(try db.cachedStatement(sql: """
-                    INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """))
-                let update = try db.cachedStatement(sql: """
-                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
-                    """)
-                let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership)
-                var registry: FieldRegistryWriter?
-                func merge(_ record: Catalog.Record, _ position: Int) throws {
-                    let mappedRecord = mapped[position] ?? MappedRecord(record, mapping)
-                    let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
-                    try entities.upsert(sighting, key: record.key, canonical: mappedRecord.canonical)
-                    if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
-                    try registry!.note(record.entity, mappedRecord.fields, order: record.fieldOrder)
-                }
-                var keyList = ""
-                // Within the page, a later row with the key of an earlier one compares against what that row wrote.
-                var written: [RecordIdentity: StoredDigest] = [:]
-                let stored = index.lookup(records.lazy.map(\.identity))
-                keyList.reserveCapacity(32 * (records.count + page.rawUnchanged.count + page.unchangedKeys.count))
-                func list(_ entity: EntityKind, _ key: String) {
-                    keyList.append(entity.rawValue)
-                    keyList.append("\t")
-                    keyList.append(key)
-                    keyList.append("\n")
-                }
-                for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
-                    list(record.entity, record.key)
-                    let entity = record.entity.rawValue
-                    var digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue, rowid: 0)
-                    guard let current = written[record.identity] ?? storedDigest else {
-                        insert.bind(1, page.source)
-                        insert.bind(2, entity)
-                        insert.bind(3, record.key)
-                        insert.bind(4, page.scope)
-                        insert.bind(5, digest.hash)
-                        insert.bind(6, record.payload)
-                        insert.bind(7, page.runID)
-                        insert.bind(8, page.runID)
-                        insert.bind(9, digest.rawHash)
-                        try insert.execute(db)
-                        result.recordRowsWritten += db.changesCount
-                        digest.rowid = db.lastInsertedRowID
-                        try merge(record, position)
-                        written[record.identity] = digest
-                        result.added += 1
-                        continue
-                    }
-                    if current.hash == digest.hash {
-                        if repeatedRecord[position] { result.duplicates += 1 } else { result.unchanged += 1 }
-                        continue
-                    }
-                    digest.rowid = current.rowid
-                    try update.execute(arguments: [digest.hash, record.payload, page.scope, page.runID, digest.rawHash,
-                                                   current.rowid])
-                    result.recordRowsWritten += db.changesCount
-                    written[record.identity] = digest
-                    try merge(record, position)
-                    result.changed += 1
-                }
-                for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
-                    list(identity.entity, identity.key)
-                    if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
-                }
-                for (identity, repeated) in zip(page.unchangedKeys, repeatedUnchanged) {
-                    list(identity.entity, identity.key)
-                    if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
-                    result.unread += 1
-                }
-                try Self.recordPage(db, page, keyList: keyList, result: result)
-                return (result, written)
+        return { [self] db, written in
+            var result = PageResult()
+            let index = try digestIndex(db, source: page.source)
+            let insert = RawStatement(try db.cachedStatement(sql: """
+                INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """))
+            let update = try db.cachedStatement(sql: """
+                UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
+                """)
+            let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership)
+            var registry: FieldRegistryWriter?
+            func merge(_ record: Catalog.Record, _ position: Int) throws {
+                let mappedRecord = mapped[position] ?? MappedRecord(record, mapping)
+                let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
+                try entities.upsert(sighting, key: record.key, canonical: mappedRecord.canonical)
+                if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
+                try registry!.note(record.entity, mappedRecord.fields, order: record.fieldOrder)
             }
-        } catch {
-            throw .storage(path: path, reason: "applying page \(page.page) of \(page.source)/\(page.scope): \(error)")
+            var keyList = ""
+            let stored = index.lookup(records.lazy.map(\.identity))
+            keyList.reserveCapacity(32 * (records.count + page.rawUnchanged.count + page.unchangedKeys.count))
+            func list(_ entity: EntityKind, _ key: String) {
+                keyList.append(entity.rawValue)
+                keyList.append("\t")
+                keyList.append(key)
+                keyList.append("\n")
+            }
+            for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
+                list(record.entity, record.key)
+                let entity = record.entity.rawValue
+                var digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue, rowid: 0)
+                guard let current = written[record.identity] ?? storedDigest else {
+                    insert.bind(1, page.source)
+                    insert.bind(2, entity)
+                    insert.bind(3, record.key)
+                    insert.bind(4, page.scope)
+                    insert.bind(5, digest.hash)
+                    insert.bind(6, record.payload)
+                    insert.bind(7, page.runID)
+                    insert.bind(8, page.runID)
+                    insert.bind(9, digest.rawHash)
+                    try insert.execute(db)
+                    result.recordRowsWritten += db.changesCount
+                    digest.rowid = db.lastInsertedRowID
+                    try merge(record, position)
+                    written[record.identity] = digest
+                    result.added += 1
+                    continue
+                }
+                if current.hash == digest.hash {
+                    if repeatedRecord[position] { result.duplicates += 1 } else { result.unchanged += 1 }
+                    continue
+                }
+                digest.rowid = current.rowid
+                try update.execute(arguments: [digest.hash, record.payload, page.scope, page.runID, digest.rawHash,
+                                               current.rowid])
+                result.recordRowsWritten += db.changesCount
+                written[record.identity] = digest
+                try merge(record, position)
+                result.changed += 1
+            }
+            for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
+                list(identity.entity, identity.key)
+                if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
+            }
+            for (identity, repeated) in zip(page.unchangedKeys, repeatedUnchanged) {
+                list(identity.entity, identity.key)
+                if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
+                result.unread += 1
+            }
+            try Self.recordPage(db, page, keyList: keyList, result: result)
+            return result
         }
-        // Committed: the index follows.
-        digests(of: page.source)?.update(written.map { ($0.key, $0.value) })
-        return result
     }
 
     static func addCounts(_ db: Database, runID: Int64, source: String, pages: Int = 0, requests: Int = 0,

@@ -98,6 +98,11 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// and the scope's checkpoint. Unchanged records cost no write.
     func apply(_ page: PageInput) async throws(StoreSyncError) -> PageResult
 
+    /// Applies consecutive pages of one source in order, as ``apply(_:)``
+    /// would one by one, in one transaction: all of them or none, the last
+    /// page's checkpoint the one a resume sees.
+    func apply(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult]
+
     /// Records how a scope's crawl ended (its checkpoint state for this run).
     func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError)
 

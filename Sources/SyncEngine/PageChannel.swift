@@ -112,6 +112,20 @@ final class PageChannel<Element: Sendable>: Sendable {
         }
     }
 
+    /// The next element if one is queued now, without waiting; nil when the
+    /// queue is empty, whether or not more will come.
+    func poll() -> Element? {
+        let taken: (Element, CheckedContinuation<Bool, Never>?)? = state.withLock { state in
+            guard !state.buffer.isEmpty else { return nil }
+            let element = state.buffer.removeFirst()
+            defer { state.waitingProducer = nil }
+            return (element, state.waitingProducer)
+        }
+        guard let (element, producer) = taken else { return nil }
+        producer?.resume(returning: true)
+        return element
+    }
+
     /// The consumer gives up: queued elements are dropped and the producer's
     /// next send returns false.
     func cancel() {

@@ -87,7 +87,11 @@ struct SourceCrawler: Sendable {
     var stop: RunStop? = nil
 
     /// Pages a scope may fetch ahead of its turn to be applied.
-    static let prefetchPages = 2
+    static let prefetchPages = 8
+
+    /// Pages applied in one transaction at most (those already waiting when
+    /// the writer is free): a kill loses at most that many, fetched again on resume.
+    static let pagesPerTransaction = 8
 
     struct Result: Sendable {
         var scopesTotal = 0
@@ -336,73 +340,86 @@ struct SourceCrawler: Sendable {
         // keeps the whole scope from removing anything.
         var lacksItems = false
         var recovered: String?
-        while let message = await channel.next() {
+        // Pages decoded but not yet applied: applied together, in one
+        // transaction, once the pages already waiting in the channel are taken.
+        var pending: [PageInput] = []
+        while let first = await channel.next() {
+            // A writer slower than the fetching leaves pages waiting: they go
+            // into the same transaction (fewer, larger commits); a writer that
+            // keeps up takes them one by one, as they come.
+            var messages = [first]
+            while messages.count < Self.pagesPerTransaction, let more = channel.poll() { messages.append(more) }
             if stop?.isRequested == true {
                 // Abandoned whole: what was applied stays, the scope stays unfinished and resumes next run.
                 channel.cancel()
                 return false
             }
-            switch message {
-            case .page(let index, let fetched, let requests, let isLast):
-                // Requests are booked with the page, so a resumed run counts each
-                // committed page once; time is booked per source (concurrent pages overlap).
-                var input = PageInput(runID: run.id, source: source.name, scope: scope.id, page: index, records: [],
-                                      requests: requests, seconds: 0)
-                input.completesScope = isLast
-                let identities: [RecordIdentity]
-                switch fetched {
-                case .decoded(var page, let memo, let decodeInFull):
-                    // Rows passed over as stored byte for byte: an earlier page of
-                    // this run may have rewritten one (its key twice, in two versions).
-                    if !page.unread.isEmpty, !store.stillHolds(source: source.name, rows: page.unread), let decodeInFull {
-                        do {
-                            page = try decodeInFull()
-                        } catch {
-                            channel.cancel()
-                            return finish(scope: scope, state: .failed, error: error, into: &result)
+            for message in messages {
+                switch message {
+                case .page(let index, let fetched, let requests, let isLast):
+                    // Requests are booked with the page, so a resumed run counts each
+                    // committed page once; time is booked per source (concurrent pages overlap).
+                    var input = PageInput(runID: run.id, source: source.name, scope: scope.id, page: index, records: [],
+                                          requests: requests, seconds: 0)
+                    input.completesScope = isLast
+                    let identities: [RecordIdentity]
+                    switch fetched {
+                    case .decoded(var page, let memo, let decodeInFull):
+                        if !page.unread.isEmpty {
+                            // Rows passed over as stored byte for byte: an earlier page of
+                            // this run may have rewritten one (its key twice, in two
+                            // versions), so the pages before this one are applied first.
+                            if let error = await apply(&pending, scope: scope) {
+                                channel.cancel()
+                                return finish(scope: scope, state: .failed, error: error, into: &result)
+                            }
+                            if !store.stillHolds(source: source.name, rows: page.unread), let decodeInFull {
+                                do {
+                                    page = try decodeInFull()
+                                } catch {
+                                    channel.cancel()
+                                    return finish(scope: scope, state: .failed, error: error, into: &result)
+                                }
+                            }
                         }
+                        for skip in page.skipped { logger.warning("skipped a row: \(skip)") }
+                        if page.mayLackItems {
+                            lacksItems = true
+                            input.completesScope = false
+                        }
+                        if let first = page.recoveredErrors.first {
+                            // One line per feed, however many errors: the first few say where.
+                            let count = page.recoveredErrors.count
+                            let shown = page.recoveredErrors.prefix(3).joined(separator: "; ")
+                            logger.warning("\(source.name) \(scope.id) page \(index): not well-formed XML, read in recovery mode: \(page.items.count) records recovered, \(count) error\(count == 1 ? "" : "s") (\(shown)\(count > 3 ? "; …" : "")); nothing is removed on its account")
+                            recovered = recovered ?? "\(scope.id) (\(first))"
+                        }
+                        input.records = page.items
+                        input.rawUnchanged = page.unread.map(\.identity)
+                        input.skippedRows = page.skipped.count
+                        // A page that may lack items keeps no memo: a 304 next night would
+                        // replay its keys as a complete page, and the sweep would remove
+                        // what the recovery missed. It is fetched and decoded in full again.
+                        input.memo = page.mayLackItems ? nil : memo
+                        identities = page.items.map(\.identity) + input.rawUnchanged
+                    case .unchanged(let memo):
+                        input.unchangedKeys = memo.keys
+                        identities = input.unchangedKeys
+                        result.unchangedPages += 1
                     }
-                    for skip in page.skipped { logger.warning("skipped a row: \(skip)") }
-                    if page.mayLackItems {
-                        lacksItems = true
-                        input.completesScope = false
+                    if tracksDrift {
+                        for identity in identities where !keysInScope.insert(identity).inserted { input.driftRows += 1 }
+                        result.drift += input.driftRows
                     }
-                    if let first = page.recoveredErrors.first {
-                        // One line per feed, however many errors: the first few say where.
-                        let count = page.recoveredErrors.count
-                        let shown = page.recoveredErrors.prefix(3).joined(separator: "; ")
-                        logger.warning("\(source.name) \(scope.id) page \(index): not well-formed XML, read in recovery mode: \(page.items.count) records recovered, \(count) error\(count == 1 ? "" : "s") (\(shown)\(count > 3 ? "; …" : "")); nothing is removed on its account")
-                        recovered = recovered ?? "\(scope.id) (\(first))"
-                    }
-                    input.records = page.items
-                    input.rawUnchanged = page.unread.map(\.identity)
-                    input.skippedRows = page.skipped.count
-                    // A page that may lack items keeps no memo: a 304 next night would
-                    // replay its keys as a complete page, and the sweep would remove
-                    // what the recovery missed. It is fetched and decoded in full again.
-                    input.memo = page.mayLackItems ? nil : memo
-                    identities = page.items.map(\.identity) + input.rawUnchanged
-                case .unchanged(let memo):
-                    input.unchangedKeys = memo.keys
-                    identities = input.unchangedKeys
-                    result.unchangedPages += 1
+                    pending.append(input)
+                case .end(let ended):
+                    outcome = ended
                 }
-                if tracksDrift {
-                    for identity in identities where !keysInScope.insert(identity).inserted { input.driftRows += 1 }
-                    result.drift += input.driftRows
-                }
-                do {
-                    let applied = try await store.apply(input)
-                    logger.debug("\(source.name) \(scope.id) page \(index): +\(applied.added) ~\(applied.changed) =\(applied.unchanged)\(applied.unread > 0 ? " (unchanged page, not decoded)" : "")")
-                    progress?(.page(source: source.name, scope: scope.id, page: index, records: identities.count,
-                                    unread: applied.unread > 0))
-                } catch {
-                    // The producer stops at its next send; pages already applied stay.
-                    channel.cancel()
-                    return finish(scope: scope, state: .failed, error: error, into: &result)
-                }
-            case .end(let ended):
-                outcome = ended
+            }
+            if let error = await apply(&pending, scope: scope) {
+                // The producer stops at its next send; pages already applied stay.
+                channel.cancel()
+                return finish(scope: scope, state: .failed, error: error, into: &result)
             }
         }
         switch outcome {
@@ -427,6 +444,25 @@ struct SourceCrawler: Sendable {
             return false
         case .failed(_, let error):
             return finish(scope: scope, state: .failed, error: error, into: &result)
+        }
+    }
+
+    /// Applies `pages` (consecutive pages of `scope`) in one transaction and
+    /// empties it; the store's error if that failed.
+    func apply(_ pages: inout [PageInput], scope: CrawlScope) async -> StoreSyncError? {
+        guard !pages.isEmpty else { return nil }
+        defer { pages.removeAll(keepingCapacity: true) }
+        do throws(StoreSyncError) {
+            let results = try await store.apply(pages)
+            for (page, applied) in zip(pages, results) {
+                logger.debug("\(source.name) \(scope.id) page \(page.page): +\(applied.added) ~\(applied.changed) =\(applied.unchanged)\(applied.unread > 0 ? " (unchanged page, not decoded)" : "")")
+                progress?(.page(source: source.name, scope: scope.id, page: page.page,
+                                records: page.records.count + page.rawUnchanged.count + page.unchangedKeys.count,
+                                unread: applied.unread > 0))
+            }
+            return nil
+        } catch {
+            return error
         }
     }
 

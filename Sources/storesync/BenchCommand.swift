@@ -10,7 +10,7 @@ struct BenchCommand: AsyncParsableCommand {
             Generates 1M iTunes-like records (100k with --quick) with gen_catalog.py, then times, as whole \
             processes, storesync and every peer it finds: night-1 load, night-2 apply (checked against the \
             generator's truth), CSV export, an RSS feed of 100k items, and a crawl of the simulator over \
-            loopback HTTP (200 records a page), and every export of the demo job over a store of 200k products \
+            loopback HTTP (100 records a page, the most the marketplace serves), and every export of the demo job over a store of 200k products \
             and 200k podcasts (20k with --quick; --export-store N). Prints medians, records/s, peak RSS \
             and each tool's time relative to storesync, then each performance target as met or missed (most are a ratio \
             to a peer in the same run). --scale 100k 1M 10M runs the whole benchmark at each size and prints how each \

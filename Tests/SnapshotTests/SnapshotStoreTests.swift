@@ -76,6 +76,49 @@ import TestSupport
         #expect(again.unchanged == 0)
     }
 
+    /// Pages applied in one transaction give what they give one by one:
+    /// a key met on two pages of the batch in two versions is one row, changed
+    /// once (not inserted twice), and the checkpoint is the last page's.
+    @Test func aBatchOfPagesAppliesAsThePagesOneByOne() async throws {
+        let pages: [[Catalog.Record]] = [
+            (1...4).map { podcast($0) },
+            [podcast(4, name: "Drifted"), podcast(5), podcast(5)],
+            [podcast(6), podcast(1)],
+        ]
+        func contents(_ store: SQLiteSnapshotStore, _ storePath: String) throws -> [String] {
+            var configuration = Configuration()
+            configuration.readonly = true
+            return try DatabaseQueue(path: storePath, configuration: configuration).read { db in
+                try String.fetchAll(db, sql: "SELECT key || ' ' || hash || ' ' || changed_run FROM records ORDER BY key, rowid")
+            }
+        }
+        var results: [[PageResult]] = []
+        var stored: [[String]] = []
+        var checkpoints: [ScopeCheckpoint?] = []
+        for batched in [false, true] {
+            let storePath = TestPaths.temporaryDirectory("snapshot-batch").appendingPathComponent("store.sqlite").path
+            let store = try SQLiteSnapshotStore(path: storePath)
+            let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
+            let inputs = pages.enumerated().map { page(run, $0.element, page: $0.offset) }
+            if batched {
+                results.append(try await store.apply(inputs))
+            } else {
+                var one: [PageResult] = []
+                for input in inputs { one.append(try await store.apply(input)) }
+                results.append(one)
+            }
+            stored.append(try contents(store, storePath))
+            checkpoints.append(try store.checkpoint(runID: run.id, source: "src", scope: "s"))
+        }
+        #expect(results[1] == results[0])
+        #expect(results[1].map(\.added) == [4, 1, 1])
+        #expect(results[1][1].changed == 1)
+        #expect(stored[1] == stored[0])
+        #expect(stored[1].count == 6)
+        #expect(checkpoints[1] == checkpoints[0])
+        #expect(checkpoints[1]?.nextPage == 3)
+    }
+
     /// Invariant 2: removal only after `afterMisses` complete crawls missed the record.
     @Test func removalWaitsForConsecutiveMissesOfCompleteScopes() async throws {
         let store = try SQLiteSnapshotStore(path: path)
