@@ -36,12 +36,12 @@ struct RecordFieldInference: Sendable {
         var payload = payload
         payload.withUTF8 { bytes in
             var position = 0
-            JSONMembers.scan(bytes) { name, escaped, kind in
+            JSONMembers.scan(bytes) { name, escaped, _, _, kind in
                 let field: Int
                 if position < lastRow.count, !escaped, lastRow[position].bytes.elementsEqual(bytes[name]) {
                     field = lastRow[position].field
                 } else {
-                    let text = escaped ? JSONMembers.decodeName(bytes[name]) : String(decoding: bytes[name], as: UTF8.self)
+                    let text = escaped ? JSONMembers.decodeString(bytes[name]) : String(decoding: bytes[name], as: UTF8.self)
                     field = fieldIndex(text)
                     let entry = (bytes: Array(bytes[name]), field: field)
                     if position < lastRow.count { lastRow[position] = entry } else { lastRow.append(entry) }
@@ -76,91 +76,6 @@ struct RecordFieldInference: Sendable {
             }
         }
         return rank(a) >= rank(b) ? a : b
-    }
-}
-
-/// A scanner of a JSON object's top-level members: each member's name (as
-/// a byte range, and whether it holds escapes) and the kind of its value,
-/// read from the value's first bytes; nested values are skipped, not parsed.
-enum JSONMembers {
-    /// Calls `body` for each member of the object in `bytes`; stops quietly
-    /// at anything that is not a well-formed object (the store only holds well-formed ones).
-    static func scan(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (_ name: Range<Int>, _ escaped: Bool, _ kind: ExportColumn.Kind?) -> Void) {
-        var i = 0
-        let count = bytes.count
-        func skipSpace() {
-            while i < count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
-        }
-        /// Skips a string whose opening quote is at `i`; returns whether it held an escape.
-        func skipString() -> Bool {
-            var escaped = false
-            i += 1
-            while i < count {
-                switch bytes[i] {
-                case UInt8(ascii: "\\"): escaped = true; i += 2
-                case UInt8(ascii: "\""): i += 1; return escaped
-                default: i += 1
-                }
-            }
-            return escaped
-        }
-        skipSpace()
-        guard i < count, bytes[i] == UInt8(ascii: "{") else { return }
-        i += 1
-        while true {
-            skipSpace()
-            guard i < count, bytes[i] == UInt8(ascii: "\"") else { return }
-            let nameStart = i + 1
-            let escaped = skipString()
-            let name = nameStart..<(i - 1)
-            skipSpace()
-            guard i < count, bytes[i] == UInt8(ascii: ":") else { return }
-            i += 1
-            skipSpace()
-            guard i < count else { return }
-            let kind: ExportColumn.Kind?
-            switch bytes[i] {
-            case UInt8(ascii: "\""):
-                _ = skipString()
-                kind = .text
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
-                var depth = 0
-                while i < count {
-                    switch bytes[i] {
-                    case UInt8(ascii: "\""): _ = skipString(); continue
-                    case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-                    case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
-                    default: break
-                    }
-                    i += 1
-                    if depth == 0 { break }
-                }
-                kind = .text
-            case UInt8(ascii: "n"):
-                i += 4
-                kind = nil
-            case UInt8(ascii: "t"), UInt8(ascii: "f"):
-                i += bytes[i] == UInt8(ascii: "t") ? 4 : 5
-                kind = .integer
-            default:
-                var real = false
-                while i < count, bytes[i] != UInt8(ascii: ","), bytes[i] != UInt8(ascii: "}"), bytes[i] > 0x20 {
-                    if bytes[i] == UInt8(ascii: ".") || bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") { real = true }
-                    i += 1
-                }
-                kind = real ? .real : .integer
-            }
-            body(name, escaped, kind)
-            skipSpace()
-            guard i < count, bytes[i] == UInt8(ascii: ",") else { return }
-            i += 1
-        }
-    }
-
-    /// A member name holding escapes, decoded (the bytes between its quotes).
-    static func decodeName(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String {
-        (try? JSONParser.parse([UInt8(ascii: "\"")] + Array(bytes) + [UInt8(ascii: "\"")]))?.stringValue
-            ?? String(decoding: bytes, as: UTF8.self)
     }
 }
 
@@ -218,16 +133,26 @@ struct RecordTableLayout: Sendable, Equatable {
 enum RecordTables {
     /// Every source's layout, in source-name order.
     static func layouts(store: any SnapshotStore) throws -> [RecordTableLayout] {
-        var inference: [String: RecordFieldInference] = [:]
-        try store.forEachRecord(of: .record, columns: [], order: .insertion) { record in
-            inference[record.source, default: RecordFieldInference()].observe(record.payload)
+        // The registries first: when every source has one (every store a run
+        // has written since registries exist), the rows need not be read here,
+        // which was a second full read of the table per export.
+        var registries: [String: [RegisteredField]] = [:]
+        for source in try store.recordSources() {
+            registries[source] = try store.registeredFields(source: source, entity: .record)
         }
+        var inference: [String: RecordFieldInference] = [:]
+        if registries.values.contains(where: \.isEmpty) {
+            try store.forEachRecord(of: .record, columns: [], order: .insertion) { record in
+                inference[record.source, default: RecordFieldInference()].observe(record.payload)
+            }
+        }
+        let sources = inference.isEmpty ? Array(registries.keys) : Array(inference.keys)
         var taken: Set<String> = []
-        return try inference.keys.sorted().map { source in
+        return try sources.sorted().map { source in
             let table = ConsumerSchema.recordTable(source: source, taken: taken)
             taken.insert(table)
-            let registered = try store.registeredFields(source: source, entity: .record)
-            let fields = registered.isEmpty ? inference[source]!.fields
+            let registered = try registries[source] ?? store.registeredFields(source: source, entity: .record)
+            let fields = registered.isEmpty ? inference[source]?.fields ?? []
                 : registered.enumerated().map { RecordField(name: $1.name, kind: columnKind($1.kind), position: $0) }
             return RecordTableLayout(source: source, table: table, fields: fields)
         }

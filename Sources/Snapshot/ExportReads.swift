@@ -33,113 +33,71 @@ extension SQLiteSnapshotStore {
         }
     }
 
-    /// Payloads above this many bytes are projected with one `json_each`
-    /// instead of a `json_extract` per column: SQLite keeps a parse of the
-    /// payload per `json_extract` call site, so 30 columns over a record with
-    /// a 50 MB field held 1.5 GB (measured with the sqlite3 shell, 3.40).
+    /// A payload size the tests treat as large: SQLite keeps a parse of the
+    /// payload per `json_extract` call site, so 30 columns over a record with a
+    /// 50 MB field held 1.5 GB (measured with the sqlite3 shell, 3.40); the
+    /// projection now parses each payload once, in place, whatever its size.
     package static let largePayloadBytes = 1 << 20
 
-    /// SQLite's JSON functions (3.40) end a string at an escaped NUL: `json_extract`
-    /// of `"A\u0000B"` gives `A`, so a column would lose the rest of its text. Such
-    /// payloads are rare: their string columns are read again with ``JSONParser``,
-    /// which keeps the whole value (the exports then apply their character rule).
-    static func restoreEscapedNUL(_ record: inout ProjectedRecord, columns: [ExportColumn]) {
-        guard !columns.isEmpty, hasEscapedNUL(&record.payload),
-              case .object(let members)? = try? JSONParser.parse(record.payload) else { return }
-        for (index, column) in columns.enumerated() where index < record.values.count {
-            if case .string(let text)? = members[column.field] { record.values[index] = .text(text) }
-        }
-    }
-
-    /// Whether JSON text holds `\u0000` (an escaped backslash before `u0000` is skipped).
-    static func hasEscapedNUL(_ text: inout String) -> Bool {
-        text.withUTF8 { bytes in
-            var i = 0
-            let n = bytes.count
-            while i + 5 < n {
-                if bytes[i] == 0x5C {
-                    if bytes[i + 1] == 0x75, bytes[i + 2] == 0x30, bytes[i + 3] == 0x30, bytes[i + 4] == 0x30, bytes[i + 5] == 0x30 {
-                        return true
+    /// The distinct sources of records-file rows (entity `record`), in name order.
+    ///
+    /// One index seek per source (`records_by_key` starts with the source), not
+    /// a read of the rows: an export asks this before it reads them.
+    package func recordSources() throws(StoreSyncError) -> [String] {
+        try wrap {
+            try pool.read { db in
+                var sources: [String] = []
+                var next = try String.fetchOne(db, sql: "SELECT min(source) FROM records")
+                while let source = next {
+                    if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE source = ? AND entity = ?)",
+                                         arguments: [source, EntityKind.record.rawValue]) ?? false {
+                        sources.append(source)
                     }
-                    i += 2 // an escape pair: `\\` must not start a match at its second byte
-                } else {
-                    i += 1
+                    next = try String.fetchOne(db, sql: "SELECT min(source) FROM records WHERE source > ?", arguments: [source])
                 }
+                return sources
             }
-            return false
         }
     }
 
     package func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
                               _ body: (ProjectedRecord) throws -> Void) throws {
         // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
-        let selected = (["substr(sources, 1, instr(sources || char(9), char(9)) - 1)", "key"]
-                        + columns.map { _ in "json_extract(fields, ?)" } + ["fields", "rowid"]).joined(separator: ", ")
-        // Insertion order is rowid order, a sequential read: ordering a million
-        // rows by key spilled ~1 GB to a temporary B-tree and doubled a CSV export's time.
-        let orderBy = switch order {
-        case .insertion: "rowid"
-        case .sourceAndKey: "1, key"
-        }
-        // In rowid order the few large payloads are read apart and merged back in place.
-        let splitsLarge = order == .insertion && !columns.isEmpty
-        let small = splitsLarge ? " AND length(CAST(fields AS BLOB)) <= \(Self.largePayloadBytes)" : ""
+        let selected = "substr(sources, 1, instr(sources || char(9), char(9)) - 1), key, fields"
         try stream { db in
-            // Bound parameters for every value; only the fixed column list is spliced.
-            let query = RawStatement(try db.makeStatement(sql: "SELECT \(selected) FROM entities WHERE entity = ?\(small) ORDER BY \(orderBy)"))
-            for (index, column) in columns.enumerated() { query.bind(Int32(index + 1), Self.jsonPath(column.field)) }
-            query.bind(Int32(columns.count + 1), entity.rawValue)
-            let payloadColumn = Int32(columns.count + 2)
-            var large: [Int64] = []
-            if splitsLarge {
-                large = try Int64.fetchAll(db, sql: """
-                    SELECT rowid FROM entities WHERE entity = ? AND length(CAST(fields AS BLOB)) > \(Self.largePayloadBytes) ORDER BY rowid
-                    """, arguments: [entity.rawValue])
+            let sql: String
+            switch order {
+            case .insertion:
+                // Insertion order is rowid order. `WHERE entity = ?` alone makes the
+                // planner walk the (entity, key) index and sort every row, payload
+                // and all, in a temporary B-tree (110k temp-file writes for 100k
+                // rows): a kind alone in the table is read by a plain scan instead,
+                // and otherwise its rowids are collected from the index (sorted,
+                // small) and its rows read in that order.
+                let others = try Bool.fetchOne(db, sql: """
+                    SELECT EXISTS (SELECT 1 FROM entities WHERE entity < ?1) OR EXISTS (SELECT 1 FROM entities WHERE entity > ?1)
+                    """, arguments: [entity.rawValue]) ?? true
+                sql = others
+                    ? "SELECT \(selected) FROM entities WHERE rowid IN (SELECT rowid FROM entities WHERE entity = ?) ORDER BY rowid"
+                    : "SELECT \(selected) FROM entities NOT INDEXED WHERE entity = ? ORDER BY rowid"
+            case .sourceAndKey:
+                sql = "SELECT \(selected) FROM entities WHERE entity = ? ORDER BY 1, key"
             }
-            var nextLarge = 0
-            func emitLarge(before rowid: Int64) throws {
-                while nextLarge < large.count, large[nextLarge] < rowid {
-                    try body(try largeRecord(db, rowid: large[nextLarge], columns: columns))
-                    nextLarge += 1
-                }
-            }
+            let query = RawStatement(try db.makeStatement(sql: sql))
+            query.bind(1, entity.rawValue)
+            var projection = PayloadProjection(columns)
             // One row value reused: the callback gets it by value, and unless it keeps it the buffers are not copied.
             var row = ProjectedRecord(source: "", key: "", values: [], payload: "")
             row.values.reserveCapacity(columns.count)
             while try query.nextRow(db) {
-                if nextLarge < large.count { try emitLarge(before: query.columnInt64(payloadColumn + 1)) }
                 row.source = query.columnText(0)
                 row.key = query.columnText(1)
-                row.values.removeAll(keepingCapacity: true)
-                for column in 2..<payloadColumn { row.values.append(query.columnValue(column)) }
-                row.payload = query.columnText(payloadColumn)
-                Self.restoreEscapedNUL(&row, columns: columns)
+                let payload = query.columnBytes(2)
+                projection.values(of: payload, into: &row.values)
+                row.payload = String(decoding: payload, as: UTF8.self)
                 try body(row)
             }
-            try emitLarge(before: .max)
         }
-    }
-
-    /// A record with a large payload, its columns read with one `json_each`
-    /// (whose `value` is what `json_extract` gives for a top-level member).
-    private func largeRecord(_ db: Database, rowid: Int64, columns: [ExportColumn]) throws -> ProjectedRecord {
-        let head = RawStatement(try db.makeStatement(sql: """
-            SELECT substr(sources, 1, instr(sources || char(9), char(9)) - 1), key, fields FROM entities WHERE rowid = ?
-            """))
-        head.bind(1, rowid)
-        defer { head.reset() }
-        guard try head.nextRow(db) else { throw StoreSyncError.storage(path: path, reason: "entity row \(rowid) vanished during an export") }
-        var record = ProjectedRecord(source: head.columnText(0), key: head.columnText(1),
-                                     values: Array(repeating: .null, count: columns.count), payload: head.columnText(2))
-        var positions: [String: [Int]] = [:]
-        for (index, column) in columns.enumerated() { positions[column.field, default: []].append(index) }
-        let members = RawStatement(try db.makeStatement(sql: "SELECT key, value FROM json_each(?) WHERE type IS NOT NULL"))
-        members.bind(1, record.payload)
-        while try members.nextRow(db) {
-            for index in positions[members.columnText(0)] ?? [] { record.values[index] = members.columnValue(1) }
-        }
-        Self.restoreEscapedNUL(&record, columns: columns)
-        return record
     }
 
     package func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws {
@@ -350,5 +308,230 @@ extension SQLiteSnapshotStore {
                 }
             }
         }
+    }
+}
+
+/// The export columns of stored payloads, read in one pass over each payload:
+/// the values SQLite's `json_extract(fields, '$."name"')` gives (3.40), without
+/// parsing the payload once per column as a `json_extract` per column does (17
+/// parses a row were most of a CSV export's CPU).
+///
+/// Per column: an absent member or `null` is `.null`; `true`/`false` are 1/0;
+/// a number with a fraction or exponent is a real, any other an integer unless
+/// it overflows 64 bits (then a real, as SQLite does); a string is its decoded
+/// text — all of it: SQLite's functions end a string at an escaped NUL, which
+/// no longer cuts a column short (a `\u` surrogate without its pair is U+FFFD,
+/// as ``JSONParser`` reads it); an object or array is its JSON text without
+/// whitespace. When a name occurs twice the first member counts, as in SQLite.
+///
+/// Payloads of one table list the same members in the same order, so a
+/// member's name is compared with the previous payload's name at its place and
+/// looked up only when it differs.
+package struct PayloadProjection {
+    private let columnsByField: [String: [Int]]
+    private let count: Int
+    /// The previous payload's member names (as stored) and the columns each fills.
+    private var lastRow: [(name: [UInt8], columns: [Int])] = []
+    /// Which columns this payload has filled (the first member of a name wins).
+    private var filled: [Bool]
+
+    package init(_ columns: [ExportColumn]) {
+        var byField: [String: [Int]] = [:]
+        for (index, column) in columns.enumerated() { byField[column.field, default: []].append(index) }
+        columnsByField = byField
+        count = columns.count
+        filled = Array(repeating: false, count: columns.count)
+    }
+
+    /// Replaces `values` with one value per column read from `payload` (a JSON
+    /// object as the store keeps it; anything else gives nulls from where it stops being one).
+    package mutating func values(of payload: UnsafeBufferPointer<UInt8>, into values: inout [StoredValue]) {
+        values.removeAll(keepingCapacity: true)
+        values.append(contentsOf: repeatElement(.null, count: count))
+        guard count > 0 else { return }
+        for index in filled.indices { filled[index] = false }
+        var position = 0
+        JSONMembers.scan(payload) { name, nameEscaped, value, valueEscaped, _ in
+            for column in columns(named: UnsafeBufferPointer(rebasing: payload[name]), escaped: nameEscaped, at: position)
+            where !filled[column] {
+                filled[column] = true
+                values[column] = Self.value(UnsafeBufferPointer(rebasing: payload[value]), escaped: valueEscaped)
+            }
+            position += 1
+        }
+    }
+
+    private mutating func columns(named name: UnsafeBufferPointer<UInt8>, escaped: Bool, at position: Int) -> [Int] {
+        if !escaped, position < lastRow.count, lastRow[position].name.withUnsafeBufferPointer({ $0.elementsEqual(name) }) {
+            return lastRow[position].columns
+        }
+        let text = escaped ? JSONMembers.decodeString(name[...]) : String(decoding: name, as: UTF8.self)
+        let columns = columnsByField[text] ?? []
+        let entry = (name: escaped ? [] : Array(name), columns: columns)
+        if position < lastRow.count { lastRow[position] = entry } else if position == lastRow.count { lastRow.append(entry) }
+        return columns
+    }
+
+    /// One member's value (its JSON text) as `json_extract` types it.
+    static func value(_ json: UnsafeBufferPointer<UInt8>, escaped: Bool) -> StoredValue {
+        guard let first = json.first else { return .null }
+        switch first {
+        case UInt8(ascii: "\""):
+            let inner = json[1..<max(1, json.count - 1)]
+            return .text(escaped ? JSONMembers.decodeString(inner) : String(decoding: inner, as: UTF8.self))
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            return .text(minified(json))
+        case UInt8(ascii: "t"): return .integer(1)
+        case UInt8(ascii: "f"): return .integer(0)
+        case UInt8(ascii: "n"): return .null
+        default:
+            if json.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }) {
+                return real(json)
+            }
+            return integer(json)
+        }
+    }
+
+    /// An integer token as SQLite reads it: beyond 64 bits it is a real
+    /// (but `-9223372036854775808` is the smallest integer).
+    static func integer(_ json: UnsafeBufferPointer<UInt8>) -> StoredValue {
+        var i = 0
+        let negative = json.first == UInt8(ascii: "-")
+        if negative { i = 1 }
+        var value: Int64 = 0
+        let tenth = Int64.max / 10
+        while i < json.count, json[i] >= 0x30, json[i] <= 0x39 {
+            let digit = Int64(json[i] - 0x30)
+            i += 1
+            if value >= tenth {
+                if value > tenth || (i < json.count && json[i] >= 0x30 && json[i] <= 0x39) || digit == 9 { return real(json) }
+                if digit == 8 { return negative ? .integer(.min) : real(json) }
+            }
+            value = value * 10 + digit
+        }
+        return .integer(negative ? -value : value)
+    }
+
+    static func real(_ json: UnsafeBufferPointer<UInt8>) -> StoredValue {
+        Double(String(decoding: json, as: UTF8.self)).map(StoredValue.real) ?? .null
+    }
+
+    /// A container's JSON text as `json_extract` renders it: without whitespace between tokens.
+    static func minified(_ json: UnsafeBufferPointer<UInt8>) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(json.count)
+        var inString = false
+        var i = 0
+        while i < json.count {
+            let byte = json[i]
+            if inString {
+                out.append(byte)
+                if byte == UInt8(ascii: "\\"), i + 1 < json.count {
+                    out.append(json[i + 1])
+                    i += 1
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+                out.append(byte)
+            } else if byte != 0x20, byte != 0x0A, byte != 0x0D, byte != 0x09 {
+                out.append(byte)
+            }
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// A scanner of a JSON object's top-level members: each member's name and
+/// value (as byte ranges, and whether each holds escapes) and the kind of the
+/// value, read from its first bytes; nested values are skipped, not parsed.
+package enum JSONMembers {
+    /// Calls `body` for each member of the object in `bytes`; stops quietly
+    /// at anything that is not a well-formed object (the store only holds well-formed ones).
+    /// A name's range is between its quotes, a value's is its whole JSON text;
+    /// `kind` is nil for `null`, and booleans are integers.
+    package static func scan(_ bytes: UnsafeBufferPointer<UInt8>,
+                             _ body: (_ name: Range<Int>, _ nameEscaped: Bool, _ value: Range<Int>, _ valueEscaped: Bool,
+                                      _ kind: ExportColumn.Kind?) -> Void) {
+        var i = 0
+        let count = bytes.count
+        func skipSpace() {
+            while i < count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
+        }
+        /// Skips a string whose opening quote is at `i`; returns whether it held an escape.
+        func skipString() -> Bool {
+            var escaped = false
+            i += 1
+            while i < count {
+                switch bytes[i] {
+                case UInt8(ascii: "\\"): escaped = true; i += 2
+                case UInt8(ascii: "\""): i += 1; return escaped
+                default: i += 1
+                }
+            }
+            return escaped
+        }
+        skipSpace()
+        guard i < count, bytes[i] == UInt8(ascii: "{") else { return }
+        i += 1
+        while true {
+            skipSpace()
+            guard i < count, bytes[i] == UInt8(ascii: "\"") else { return }
+            let nameStart = i + 1
+            let nameEscaped = skipString()
+            let name = nameStart..<max(nameStart, min(i, count) - 1)
+            skipSpace()
+            guard i < count, bytes[i] == UInt8(ascii: ":") else { return }
+            i += 1
+            skipSpace()
+            guard i < count else { return }
+            let valueStart = i
+            var valueEscaped = false
+            let kind: ExportColumn.Kind?
+            switch bytes[i] {
+            case UInt8(ascii: "\""):
+                valueEscaped = skipString()
+                kind = .text
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                var depth = 0
+                while i < count {
+                    switch bytes[i] {
+                    case UInt8(ascii: "\""): _ = skipString(); continue
+                    case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+                    default: break
+                    }
+                    i += 1
+                    if depth == 0 { break }
+                }
+                kind = .text
+            case UInt8(ascii: "n"):
+                i += 4
+                kind = nil
+            case UInt8(ascii: "t"), UInt8(ascii: "f"):
+                i += bytes[i] == UInt8(ascii: "t") ? 4 : 5
+                kind = .integer
+            default:
+                var real = false
+                while i < count, bytes[i] != UInt8(ascii: ","), bytes[i] != UInt8(ascii: "}"), bytes[i] > 0x20 {
+                    if bytes[i] == UInt8(ascii: ".") || bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") { real = true }
+                    i += 1
+                }
+                kind = real ? .real : .integer
+            }
+            body(name, nameEscaped, valueStart..<min(i, count), valueEscaped, kind)
+            skipSpace()
+            guard i < count, bytes[i] == UInt8(ascii: ",") else { return }
+            i += 1
+        }
+    }
+
+    /// The text of a JSON string's contents (the bytes between its quotes)
+    /// with its escapes decoded, as ``JSONParser`` reads them.
+    package static func decodeString(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String {
+        (try? JSONParser.parse([UInt8(ascii: "\"")] + Array(bytes) + [UInt8(ascii: "\"")]))?.stringValue
+            ?? String(decoding: bytes, as: UTF8.self)
     }
 }

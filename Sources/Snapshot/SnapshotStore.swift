@@ -176,6 +176,9 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// The entities present, in name order.
     func entities() throws(StoreSyncError) -> [EntityKind]
 
+    /// The sources that hold records-file rows (entity `record`), in name order.
+    func recordSources() throws(StoreSyncError) -> [String]
+
     /// Streams the current records of `entity` in `order`, each with the
     /// `columns` read from its payload (``ProjectedRecord/values``, one per column).
     func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
