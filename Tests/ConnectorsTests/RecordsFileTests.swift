@@ -703,36 +703,6 @@ private func firstPageError(_ settings: RecordsFileSettings) throws -> StoreSync
         #expect(error.message.contains("line 2, column 5: byte \(EncodingProblem.hex(bad[0])) is not valid UTF-8"), "\(error)")
     }
 
-    /// The file checked in parts names the byte a single pass names, wherever
-    /// a part boundary falls: inside a multi-byte character, right before a
-    /// refused byte, or with none refused.
-    @Test(arguments: [RecordsFileEncoding.utf8, .windows1252])
-    func aCheckInPartsNamesTheByteOneScanNames(encoding: RecordsFileEncoding) throws {
-        // Characters of one to four bytes in UTF-8; in windows-1252, bytes above 0x7F that it defines.
-        let line: [UInt8] = encoding == .utf8
-            ? Array("{\"id\":1,\"v\":\"é€😀a\"}\n".utf8)
-            : Array("{\"id\":1,\"v\":\"".utf8) + [0xE9, 0x80, 0x93] + Array("\"}\n".utf8)
-        let body = Array([[UInt8]](repeating: line, count: 12).joined())
-        // A lone continuation byte and a cut-short lead byte in UTF-8; a byte windows-1252 does not define.
-        let bads: [[UInt8]] = encoding == .utf8 ? [[], [0x80], [0xE2, 0x41], [0xF0, 0x9F, 0x98], [0x80, 0x80, 0x80, 0x80, 0x80]] : [[], [0x81]]
-        for bad in bads {
-            for at in stride(from: 0, through: body.count, by: 7) {
-                let bytes = Array(body[..<at]) + bad + Array(body[at...])
-                let file = try TempFile("rows.jsonl", bytes)
-                defer { file.cleanup() }
-                let fd = open(file.path, O_RDONLY)
-                #expect(fd >= 0)
-                defer { close(fd) }
-                let single = try RowStream.checkInParts(fd: fd, path: file.path, encoding: encoding, size: bytes.count, parts: 1)
-                #expect((single == nil) == bad.isEmpty, "bad \(bad) at \(at)")
-                for parts in 2...9 {
-                    let parted = try RowStream.checkInParts(fd: fd, path: file.path, encoding: encoding, size: bytes.count, parts: parts)
-                    #expect(parted == single, "\(parts) parts, bad \(bad) at \(at)")
-                }
-            }
-        }
-    }
-
     @Test func aRefusedByteOnTheLastPageFailsPageZero() throws {
         // Nothing from the file may be stored: the first page already fails.
         var text = "id,name\n"

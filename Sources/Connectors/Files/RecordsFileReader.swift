@@ -299,77 +299,16 @@ final class RowStream {
                 remedy: "Remove `encoding: \(encoding.rawValue)` from this source (UTF-8 is the default); "
                     + "nothing from this file was stored and nothing was removed")
         }
-        // The whole file is checked in parts on every core: the check reads every
-        // byte before a page can be served, so on a large file it is the run's
-        // one long wait before its first page (a serial pass over 800 MB took
-        // ~15% of a 1M-record night's CPU, all of it before page 0).
-        guard let offset = try Self.checkInParts(fd: fd, path: path, encoding: encoding, size: identity.size) else { return }
-        throw try encodingProblem(at: offset, encoding).error(path: path, wholeFile: true)
-    }
-
-    /// Below this many bytes a file is checked on one thread: threads would cost more than they save.
-    static let partedCheckMinimum = 16 << 20
-
-    /// The offset of the first byte of the file `encoding` refuses, if any,
-    /// the file checked in contiguous parts at once.
-    ///
-    /// A part after the first starts on a character's first byte (for UTF-8,
-    /// past at most three continuation bytes), where a check from the start
-    /// of the file would stand with no character open if the part before is
-    /// valid; the first part in file order that refuses a byte therefore names
-    /// the byte a single pass would have. The last part reads to the end of
-    /// the file, as a single pass does, even past the size the file had when opened.
-    static func checkInParts(fd: Int32, path: String, encoding: RecordsFileEncoding, size: Int,
-                             parts asked: Int? = nil) throws(StoreSyncError) -> Int? {
-        let parts = max(1, asked ?? min(ProcessInfo.processInfo.activeProcessorCount, size / partedCheckMinimum))
-        var bounds = (0...parts).map { size * $0 / parts }
-        for i in 1..<max(1, parts) {
-            if encoding == .utf8 {
-                var head = [UInt8](repeating: 0, count: 3)
-                let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 3, off_t(bounds[i])) }
-                var skip = 0
-                while skip < max(0, n), head[skip] & 0xC0 == 0x80 { skip += 1 }
-                bounds[i] += skip
-            }
-            // In order, and a part may be empty (a tiny file in many parts).
-            bounds[i] = min(max(bounds[i], bounds[i - 1]), size)
-        }
-        let starts = bounds
-        let results = Mutex([Result<Int?, StoreSyncError>](repeating: .success(nil), count: parts))
-        DispatchQueue.concurrentPerform(iterations: parts) { part in
-            let result = Result { () throws(StoreSyncError) -> Int? in
-                try checkRange(fd: fd, path: path, encoding: encoding, from: starts[part],
-                               to: part == parts - 1 ? nil : starts[part + 1])
-            }
-            results.withLock { $0[part] = result }
-        }
-        for result in results.withLock({ $0 }) {
-            if let offset = try result.get() { return offset }
-        }
-        return nil
-    }
-
-    /// Checks the file's bytes from `start` to `end` (to the end of the file when nil);
-    /// the offset of the first one refused, if any.
-    private static func checkRange(fd: Int32, path: String, encoding: RecordsFileEncoding,
-                                   from start: Int, to end: Int?) throws(StoreSyncError) -> Int? {
-        var block = [UInt8](repeating: 0, count: blockSize)
         var check = EncodingCheck(encoding)
-        var offset = start
-        while end.map({ offset < $0 }) ?? true {
-            let want = min(blockSize, end.map { $0 - offset } ?? blockSize)
-            let n = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .inputUnreadable(path: path, reason: "read failed at byte \(offset): \(lastError())")
-            }
-            if n == 0 { break }
-            if let refused = block.withUnsafeBufferPointer({ check.feed(UnsafeBufferPointer(rebasing: $0[..<n]), at: offset) }) {
-                return refused
-            }
-            offset += n
+        var refused: Int?
+        while true {
+            refused = block.withUnsafeBufferPointer { check.feed(UnsafeBufferPointer(rebasing: $0[..<filled]), at: blockStart) }
+            pos = filled
+            if refused != nil { break }
+            guard try refill() else { break }
         }
-        return check.finish()
+        guard let offset = refused ?? check.finish() else { return }
+        throw try encodingProblem(at: offset, encoding).error(path: path, wholeFile: true)
     }
 
     /// Where the byte at `offset` stands (line, column in characters) and the bytes around it.
