@@ -7,10 +7,30 @@ import Synchronization
 /// was stored from.
 struct StoredDigest: Sendable {
     var hash: Int64
-    var rawHash: Int64?
+    /// The raw hash's bits; meaningful only when ``rawHash`` is not nil.
+    private var rawBits: Int64
+    /// The rowid shifted left once, its low bit saying whether a raw hash is
+    /// held: three words instead of an optional's four (an index of a million
+    /// records is ~17 MB smaller).
+    private var rowidAndFlag: Int64
+
+    init(hash: Int64, rawHash: Int64?, rowid: Int64) {
+        self.hash = hash
+        rawBits = rawHash ?? 0
+        rowidAndFlag = rowid << 1 | (rawHash == nil ? 0 : 1)
+    }
+
+    var rawHash: Int64? {
+        rowidAndFlag & 1 == 1 ? rawBits : nil
+    }
+
     /// The record's row: the store reads, rewrites and deletes it by rowid,
     /// so diffing needs no key index (see ``SnapshotStore/beginBulkLoad()``).
-    var rowid: Int64
+    /// SQLite rowids are below 2^62, so the shift loses nothing.
+    var rowid: Int64 {
+        get { rowidAndFlag >> 1 }
+        set { rowidAndFlag = newValue << 1 | (rowidAndFlag & 1) }
+    }
 }
 
 /// The stored digests of one source, read once per run in one sequential
