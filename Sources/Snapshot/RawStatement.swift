@@ -99,8 +99,10 @@ struct RawStatement {
 
     /// The text of column `index` of the current row, as bytes valid until the next step.
     func columnBytes(_ index: Int32) -> UnsafeBufferPointer<UInt8> {
-        let count = Int(sqlite3_column_bytes(handle, index))
-        return UnsafeBufferPointer(start: sqlite3_column_text(handle, index), count: count)
+        // Text first, then its length: SQLite's documented order, so a
+        // conversion made by the first call can never leave a stale length.
+        let text = sqlite3_column_text(handle, index)
+        return UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index)))
     }
 
     func columnInt64(_ index: Int32) -> Int64 {

@@ -89,6 +89,20 @@ struct SourceCrawler: Sendable {
     /// Pages a scope may fetch ahead of its turn to be applied.
     static let prefetchPages = 8
 
+    /// Rows a scope may hold decoded ahead of its turn: a records file read
+    /// 10,000 rows a page held 8 pages of decoded rows (~400 MB at 800 bytes
+    /// a row) where a marketplace's 8 pages of 100 hold 800 rows.
+    static let prefetchRows = 20_000
+
+    /// How many pages a scope may fetch ahead: ``prefetchPages``, fewer when
+    /// its pages are large (at least 2, so fetching overlaps applying).
+    static func prefetch(_ pagination: Pagination) -> Int {
+        let pageSize = switch pagination {
+        case .offset(let pageSize, _), .pageNumber(_, let pageSize, _): pageSize
+        }
+        return max(2, min(prefetchPages, prefetchRows / max(1, pageSize)))
+    }
+
     /// Pages applied in one transaction at most (those already waiting when
     /// the writer is free): a kill loses at most that many, fetched again on resume.
     static let pagesPerTransaction = 8
@@ -154,7 +168,7 @@ struct SourceCrawler: Sendable {
             }
         }
         let pending = scopes.indices.filter { starts[$0] != nil }
-        let channels = pending.map { _ in PageChannel<ScopeMessage>(capacity: Self.prefetchPages) }
+        let channels = pending.map { PageChannel<ScopeMessage>(capacity: Self.prefetch(scopes[$0].pagination)) }
 
         await withTaskGroup(of: Void.self) { group in
             // Producers start in scope order, at most `concurrency` at a time;
