@@ -1,0 +1,15 @@
+import Crawl
+import Testing
+@testable import SyncEngine
+
+/// What a scope fetches ahead of its turn is held decoded in memory: the
+/// bound is in rows, so large pages (a records file's) cannot multiply it.
+@Suite struct PrefetchBoundTests {
+    @Test func largePagesArePrefetchedFewAtATime() {
+        #expect(SourceCrawler.prefetch(.pageNumber(firstPage: 0, pageSize: 10_000, maxPages: .max)) == 2)
+        #expect(SourceCrawler.prefetch(.pageNumber(firstPage: 0, pageSize: 1_000_000, maxPages: .max)) == 2)
+        #expect(SourceCrawler.prefetch(.pageNumber(firstPage: 1, pageSize: 100, maxPages: .max)) == SourceCrawler.prefetchPages)
+        #expect(SourceCrawler.prefetch(.offset(pageSize: 200, maxItems: 10_000)) == SourceCrawler.prefetchPages)
+        #expect(SourceCrawler.prefetch(.offset(pageSize: 5_000, maxItems: 100_000)) == 4)
+    }
+}
