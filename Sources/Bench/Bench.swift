@@ -155,11 +155,20 @@ package struct Benchmark: Sendable {
             }
             lines.append(line)
         }
-        var widths = Array(repeating: 0, count: lines[0].count)
+        return columns(lines) { _ in true }
+    }
+
+    /// `lines` as text columns two spaces apart, each as wide as its widest
+    /// cell; a column is padded on the right where `leftAligned` says so
+    /// (text), on the left otherwise (figures).
+    static func columns(_ lines: [[String]], leftAligned: (_ column: Int) -> Bool) -> String {
+        var widths = Array(repeating: 0, count: lines.first?.count ?? 0)
         for line in lines { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
         return lines.map { line in
-            line.enumerated().map { i, cell in cell + String(repeating: " ", count: widths[i] - cell.count) }
-                .joined(separator: "  ")
+            line.enumerated().map { i, cell in
+                let pad = String(repeating: " ", count: widths[i] - cell.count)
+                return leftAligned(i) ? cell + pad : pad + cell
+            }.joined(separator: "  ")
         }.joined(separator: "\n")
     }
 
@@ -550,13 +559,7 @@ package struct Benchmark: Sendable {
                 "\(row.runs)", row.note,
             ])
         }
-        var widths = Array(repeating: 0, count: lines[0].count)
-        for line in lines { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        return lines.map { line in
-            line.enumerated().map { i, cell in
-                let pad = String(repeating: " ", count: widths[i] - cell.count)
-                return i < 2 || i == line.count - 1 ? cell + pad : pad + cell
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        // Task, tool and note are text; the figures between them line up on the right.
+        return columns(lines) { $0 < 2 || $0 == lines[0].count - 1 }
     }
 }
