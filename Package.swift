@@ -18,6 +18,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The snapshot backend for fleets of workers (DESIGN.md: Stores).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // Come with postgres-nio; named for the event loops and TLS settings of its connections.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // Comes with Hummingbird; named because the simulator stops its server gracefully through it.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Test-only: an independent RFC 4180 parser to read our CSV back.
@@ -50,6 +55,9 @@ let package = Package(
                 "Catalog", .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for the two hot inserts of a load (RawStatement).
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // CSV, SQLite export, RSS over libxml2's xmlTextWriter.
