@@ -94,6 +94,8 @@ let package = Package(
             name: "storesync",
             dependencies: [
                 "Catalog", "Crawl", "SyncEngine", "StoreSim", "Bench",
+                // `migrate` only: a store copied whole, no run around it.
+                "Snapshot",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

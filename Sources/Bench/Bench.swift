@@ -290,7 +290,7 @@ package struct Benchmark: Sendable {
         }
         let expected = ids("changed").count + ids("removed").count + ids("added").count
         // Read-only: the measured store is left exactly as the run left it.
-        let snapshot = try SQLiteSnapshotStore(path: store, readOnly: true)
+        let snapshot = try SQLSnapshotStore(path: store, readOnly: true)
         guard let run = try snapshot.runs(limit: 1).first?.id else { return "WRONG: no run in \(store)" }
         let written = try snapshot.sourceCounts(runID: run).reduce(0) { $0 + $1.recordRowsWritten }
         var found: [String: Set<String>] = ["added": [], "changed": [], "removed": []]
@@ -453,7 +453,7 @@ package struct Benchmark: Sendable {
         var rows: [Row] = []
         if let row = try measure(task: "HTTP end to end", tool: "storesync", records: n, prepare: { remove(store) },
                                  [options.executable, "run", path, "-q", "--no-progress"]) {
-            let written = try SQLiteSnapshotStore(path: store, readOnly: true).recordCount(of: .listing)
+            let written = try SQLSnapshotStore(path: store, readOnly: true).recordCount(of: .listing)
             var row = row
             row.note = String(format: "%.0f pages/s; %d listings stored", Double(pages) / row.median, written)
             rows.append(row)

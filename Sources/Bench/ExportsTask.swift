@@ -50,7 +50,7 @@ extension Benchmark {
             }
         }
         log("exports of the demo job over a \(label) store")
-        let records = (try? SQLiteSnapshotStore(path: store, readOnly: true)).map { snapshot in
+        let records = (try? SQLSnapshotStore(path: store, readOnly: true)).map { snapshot in
             (try? snapshot.entities().reduce(0) { $0 + ((try? snapshot.recordCount(of: $1)) ?? 0) }) ?? 0
         } ?? 0
         guard let row = try measure(task: "exports, \(label) store", tool: "storesync", records: records,

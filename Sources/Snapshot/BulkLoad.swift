@@ -1,7 +1,7 @@
 import Catalog
 import GRDB
 
-extension SQLiteSnapshotStore {
+extension SQLSnapshotStore {
     /// Prepares a first load into an empty snapshot: drops the key indexes of
     /// records and entities, to be built once, sorted, by ``endBulkLoad()``,
     /// and takes the first-load path (``applyFirstLoad(_:)``) for the pages
@@ -20,6 +20,8 @@ extension SQLiteSnapshotStore {
     /// at each checkpoint, which a kill -9 cannot tell (the operating system
     /// holds what was written), and ``endBulkLoad()`` syncs everything once.
     package func beginBulkLoad() throws(StoreSyncError) -> Bool {
+        // PostgreSQL's indexes are shared with the workers loading beside this one: none is dropped.
+        guard sqlite != nil else { return false }
         // Outside a transaction: SQLite refuses to change the safety level within one.
         try wrap { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") } }
         let began: Bool
@@ -50,6 +52,7 @@ extension SQLiteSnapshotStore {
     /// makes the load durable: the store's usual safety level again, and a
     /// checkpoint that syncs the WAL and the database file.
     package func endBulkLoad() throws(StoreSyncError) {
+        guard sqlite != nil else { return }
         firstLoad.withLock { $0 = nil }
         try wrap {
             try pool.write { db in

@@ -72,50 +72,32 @@ struct EntityRow {
 /// for that source) but logs nothing, and a sighting that ends while another
 /// source still lists the entity logs only what the merge lost.
 struct EntityWriter {
-    let db: Database
+    let db: any SQLSession
     let runID: Int64
     /// Added entities carry their fields in the log (`after`), except in the
     /// store's first run, where the entities table itself is what was added.
     let logAddedValues: Bool
-    private let select: Statement
-    private let insert: RawStatement
-    private let update: Statement
-    private let logStatement: RawStatement
 
     /// The fields a sighting's source owns (``SourceMapping/owns``).
     let owns: (Sighting) -> Set<String>
 
-    init(_ db: Database, runID: Int64, logAddedValues: Bool, owns: @escaping (Sighting) -> Set<String> = { _ in [] }) throws {
+    init(_ db: any SQLSession, runID: Int64, logAddedValues: Bool, owns: @escaping (Sighting) -> Set<String> = { _ in [] }) throws {
         self.owns = owns
         self.db = db
         self.runID = runID
         self.logAddedValues = logAddedValues
-        select = try db.cachedStatement(sql: "SELECT rowid, fields, hash, sources, parts FROM entities WHERE entity = ? AND key = ?")
-        insert = RawStatement(try db.cachedStatement(sql: """
-            INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
-            """))
-        update = try db.cachedStatement(sql: "UPDATE entities SET fields = ?, hash = ?, sources = ?, parts = ?, changed_run = ? WHERE rowid = ?")
-        logStatement = RawStatement(try db.cachedStatement(sql: """
-            INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """))
     }
 
     func row(_ entity: EntityKind, _ key: String) throws -> EntityRow? {
-        guard let row = try Row.fetchOne(select, arguments: [entity.rawValue, key]) else { return nil }
+        guard let row = try db.row("SELECT rowid, fields, hash, sources, parts FROM entities WHERE entity = ? AND key = ?",
+                                   [entity.rawValue, key]) else { return nil }
         return EntityRow(rowid: row[0], fieldsText: row[1], hash: row[2], sightings: Sighting.decode(row[3]), partsText: row[4])
     }
 
     func log(_ source: String, _ entity: EntityKind, _ key: String, _ op: String,
              field: String? = nil, before: String? = nil, after: String? = nil) throws {
-        logStatement.bind(1, runID)
-        logStatement.bind(2, source)
-        logStatement.bind(3, entity.rawValue)
-        logStatement.bind(4, key)
-        logStatement.bind(5, op)
-        logStatement.bind(6, field)
-        logStatement.bind(7, before)
-        logStatement.bind(8, after)
-        try logStatement.execute(db)
+        try db.execute("INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       [runID, source, entity.rawValue, key, op, field, before, after])
     }
 
     /// A sighting was added or its record changed: merge its canonical fields in.
@@ -128,14 +110,10 @@ struct EntityWriter {
         guard let row = try row(entity, key) else {
             let bytes = CanonicalJSON.encodeObject(canonical.fields)
             let text = String(decoding: bytes, as: UTF8.self)
-            insert.bind(1, entity.rawValue)
-            insert.bind(2, key)
-            insert.bind(3, text)
-            insert.bind(4, ContentHash(bytes: bytes).sqliteValue)
-            insert.bind(5, Sighting.encode([sighting]))
-            insert.bind(6, addedRun ?? runID)
-            insert.bind(7, addedRun ?? runID)
-            try insert.execute(db)
+            try db.execute("""
+                INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
+                """, [entity.rawValue, key, text, ContentHash(bytes: bytes).sqliteValue, Sighting.encode([sighting]),
+                      addedRun ?? runID, addedRun ?? runID])
             if log { try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil) }
             return
         }
@@ -154,7 +132,7 @@ struct EntityWriter {
         guard let row = try row(entity, key) else { return [] }
         let sightings = row.sightings.filter { $0.partKey != sighting.partKey }
         guard sightings.contains(where: \.keepsAlive) else {
-            try db.execute(sql: "DELETE FROM entities WHERE rowid = ?", arguments: [row.rowid])
+            try db.execute("DELETE FROM entities WHERE rowid = ?", [row.rowid])
             try log(sighting.source, entity, key, "removed", before: row.fieldsText)
             return sightings
         }
@@ -184,17 +162,18 @@ struct EntityWriter {
         if hash == row.hash {
             guard sourcesText != Sighting.encode(row.sightings) || partsText != row.partsText else { return }
             // Who sees it changed, not what it is: `changed_run` stays.
-            try db.execute(sql: "UPDATE entities SET sources = ?, parts = ? WHERE rowid = ?",
-                           arguments: [sourcesText, partsText, row.rowid])
+            try db.execute("UPDATE entities SET sources = ?, parts = ? WHERE rowid = ?",
+                           [sourcesText, partsText, row.rowid])
             return
         }
         guard log else {
             // Re-derived, not changed: what the sources said is what they said then.
-            try db.execute(sql: "UPDATE entities SET fields = ?, hash = ?, sources = ?, parts = ? WHERE rowid = ?",
-                           arguments: [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, row.rowid])
+            try db.execute("UPDATE entities SET fields = ?, hash = ?, sources = ?, parts = ? WHERE rowid = ?",
+                           [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, row.rowid])
             return
         }
-        try update.execute(arguments: [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, runID, row.rowid])
+        try db.execute("UPDATE entities SET fields = ?, hash = ?, sources = ?, parts = ?, changed_run = ? WHERE rowid = ?",
+                       [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, runID, row.rowid])
         for change in FieldChange.between(row.fields, merged) {
             try self.log(cause, entity, key, "changed", field: change.field, before: change.before, after: change.after)
         }
@@ -230,7 +209,7 @@ struct EntityWriter {
     }
 }
 
-extension SQLiteSnapshotStore {
+extension SQLSnapshotStore {
     /// The mapping of `source`; a source the run did not name keeps its fields.
     func mapping(for source: String) -> SourceMapping {
         mappings.withLock { $0[source] } ?? .identity
@@ -245,27 +224,26 @@ extension SQLiteSnapshotStore {
     package func prepareEntities(_ mappings: [String: SourceMapping], fingerprint: String?) throws(StoreSyncError) {
         self.mappings.withLock { $0 = mappings }
         try wrap {
-            try pool.write { db in
-                let upgraded = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE name = 'entities'") == "rebuild"
+            try engine.write { db in
+                let upgraded = try db.value(as: String.self, "SELECT value FROM store_meta WHERE name = 'entities'") == "rebuild"
                 var remapped = false
                 if let fingerprint {
-                    let stored = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE name = 'mapping'")
+                    let stored = try db.value(as: String.self, "SELECT value FROM store_meta WHERE name = 'mapping'")
                     // A store that holds records but never recorded one was written by a release whose mappings differ.
-                    let hasRecords = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records)") ?? false
+                    let hasRecords = try db.value(as: Bool.self, "SELECT EXISTS (SELECT 1 FROM records)") ?? false
                     remapped = stored != fingerprint && (stored != nil || hasRecords)
                     if stored != fingerprint {
-                        try db.execute(sql: "INSERT OR REPLACE INTO store_meta (name, value) VALUES ('mapping', ?)",
-                                       arguments: [fingerprint])
+                        try Self.setMeta(db, "mapping", fingerprint)
                     }
                 }
                 guard upgraded || remapped else { return }
                 if remapped {
                     // Pages are read differently now (new fields, new records): what an
                     // unchanged page held last time says nothing about what it holds now.
-                    try db.execute(sql: "DELETE FROM page_memos")
+                    try db.execute("DELETE FROM page_memos")
                 }
                 try rebuildEntities(db)
-                try db.execute(sql: "DELETE FROM store_meta WHERE name = 'entities'")
+                try db.execute("DELETE FROM store_meta WHERE name = 'entities'")
             }
         }
     }
@@ -273,15 +251,14 @@ extension SQLiteSnapshotStore {
     /// Builds `entities` and the field registry from every stored payload, in
     /// one transaction (a store written before the entity model). The change
     /// log keeps its history as it was written; nothing is logged for this.
-    private func rebuildEntities(_ db: Database) throws {
-        let lastRun = try Int64.fetchOne(db, sql: "SELECT max(id) FROM runs") ?? 0
-        let firstRun = try Int64.fetchOne(db, sql: "SELECT min(id) FROM runs") ?? 0
+    private func rebuildEntities(_ db: any SQLSession) throws {
+        let lastRun = try db.value(as: Int64.self, "SELECT max(id) FROM runs") ?? 0
+        let firstRun = try db.value(as: Int64.self, "SELECT min(id) FROM runs") ?? 0
         let writer = try EntityWriter(db, runID: lastRun, logAddedValues: false, owns: ownership)
         var registries: [String: FieldRegistryWriter] = [:]
-        let rows = try Row.fetchCursor(db, sql: "SELECT source, entity, key, payload, added_run FROM records ORDER BY rowid")
-        while let row = try rows.next() {
+        try db.forEachRow("SELECT source, entity, key, payload, added_run FROM records ORDER BY rowid", []) { row in
             let source: String = row[0]
-            guard let kind = EntityKind(rawValue: row[1]) else { continue }
+            guard let kind = EntityKind(rawValue: row[1]) else { return }
             let payload: String = row[3]
             let fields = (try? JSONParser.parse(Array(payload.utf8)).objectValue) ?? [:]
             let mapping = mapping(for: source)

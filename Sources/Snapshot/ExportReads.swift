@@ -3,8 +3,9 @@ import Foundation
 import GRDB
 
 /// The reads exports and reports make, in SQLite: projections with
-/// `json_extract`, streamed through SQLite's C API.
-extension SQLiteSnapshotStore {
+/// `json_extract`, streamed through SQLite's C API. A PostgreSQL store's
+/// streamed reads go through a SQLite copy of it (``exportMirror()``).
+extension SQLSnapshotStore {
     /// SQLite JSON path of a payload member (quoted: member names may hold dots).
     static func jsonPath(_ field: String) -> String {
         "$.\"\(field.replacingOccurrences(of: "\"", with: "\"\""))\""
@@ -13,7 +14,7 @@ extension SQLiteSnapshotStore {
     /// Runs a streaming read: SQLite's errors become ``StoreSyncError``, the callback's pass through unchanged.
     func stream(_ body: (Database) throws -> Void) throws {
         do {
-            try pool.read(body)
+            try exportMirror().pool.read(body)
         } catch let error as DatabaseError {
             throw StoreSyncError.storage(path: path, reason: "\(error)")
         }
@@ -21,15 +22,15 @@ extension SQLiteSnapshotStore {
 
     package func entities() throws(StoreSyncError) -> [EntityKind] {
         try wrap {
-            try pool.read { db in
-                try String.fetchAll(db, sql: "SELECT DISTINCT entity FROM entities ORDER BY entity").compactMap(EntityKind.init(rawValue:))
+            try engine.read { db in
+                try db.rows("SELECT DISTINCT entity FROM entities ORDER BY entity").compactMap { EntityKind(rawValue: $0[0]) }
             }
         }
     }
 
     package func recordCount(of entity: EntityKind) throws(StoreSyncError) -> Int {
         try wrap {
-            try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE entity = ?", arguments: [entity.rawValue]) ?? 0 }
+            try engine.read { db in try db.value(as: Int.self, "SELECT count(*) FROM entities WHERE entity = ?", [entity.rawValue]) ?? 0 }
         }
     }
 
@@ -45,15 +46,15 @@ extension SQLiteSnapshotStore {
     /// a read of the rows: an export asks this before it reads them.
     package func recordSources() throws(StoreSyncError) -> [String] {
         try wrap {
-            try pool.read { db in
+            try engine.read { db in
                 var sources: [String] = []
-                var next = try String.fetchOne(db, sql: "SELECT min(source) FROM records")
+                var next = try db.value(as: String.self, "SELECT min(source) FROM records")
                 while let source = next {
-                    if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE source = ? AND entity = ?)",
-                                         arguments: [source, EntityKind.record.rawValue]) ?? false {
+                    if try db.value(as: Bool.self, "SELECT EXISTS (SELECT 1 FROM records WHERE source = ? AND entity = ?)",
+                                    [source, EntityKind.record.rawValue]) ?? false {
                         sources.append(source)
                     }
-                    next = try String.fetchOne(db, sql: "SELECT min(source) FROM records WHERE source > ?", arguments: [source])
+                    next = try db.value(as: String.self, "SELECT min(source) FROM records WHERE source > ?", [source])
                 }
                 return sources
             }
@@ -265,15 +266,15 @@ extension SQLiteSnapshotStore {
 
     public func entityTallies(runID: Int64) throws(StoreSyncError) -> [EntityTally] {
         try wrap {
-            try pool.read { db in
+            try engine.read { db in
                 var tallies: [String: [String: EntityTally]] = [:]
                 func update(_ source: String, _ entity: String, _ change: (inout EntityTally) -> Void) {
                     change(&tallies[source, default: [:]][entity, default: EntityTally(source: source, entity: entity)])
                 }
                 // A changed record logs one row per field: count records, not rows.
-                for row in try Row.fetchAll(db, sql: """
+                for row in try db.rows("""
                     SELECT source, entity, op, count(DISTINCT key) AS n FROM changes WHERE run_id = ? GROUP BY source, entity, op
-                    """, arguments: [runID]) {
+                    """, [runID]) {
                     let n: Int = row["n"]
                     update(row["source"], row["entity"]) { tally in
                         switch row["op"] as String {
@@ -283,7 +284,7 @@ extension SQLiteSnapshotStore {
                         }
                     }
                 }
-                for row in try Row.fetchAll(db, sql: "SELECT source, entity, count(*) AS n FROM records GROUP BY source, entity") {
+                for row in try db.rows("SELECT source, entity, count(*) AS n FROM records GROUP BY source, entity") {
                     update(row["source"], row["entity"]) { $0.records = row["n"] }
                 }
                 return tallies.keys.sorted().flatMap { source in
@@ -295,15 +296,15 @@ extension SQLiteSnapshotStore {
 
     public func runSummaries(through runID: Int64) throws(StoreSyncError) -> [RunSummary] {
         try wrap {
-            try pool.read { db in
+            try engine.read { db in
                 // Every counter summed, so a summary reads like one source's row (`s_` columns).
                 let sums = ["pages", "requests", "added", "changed", "unchanged", "removed", "skipped", "seconds",
                             "record_writes", "drift", "unchanged_pages"].map { "sum(s.\($0)) AS s_\($0)" }
-                return try Row.fetchAll(db, sql: """
+                return try db.rows("""
                     SELECT r.*, count(s.run_id) AS s_count, \(sums.joined(separator: ", "))
                     FROM runs r LEFT JOIN run_sources s ON s.run_id = r.id
                     WHERE r.id <= ? GROUP BY r.id ORDER BY r.id
-                    """, arguments: [runID]).map { row in
+                    """, [runID]).map { row in
                     RunSummary(run: Self.runRow(row), counts: row["s_count"] as Int > 0 ? Self.counts(row, source: "", prefix: "s_") : nil)
                 }
             }

@@ -12,18 +12,18 @@ struct FieldRegistryWriter {
         var kind: String
     }
 
-    private let db: Database
+    private let db: any SQLSession
     private let source: String
     private let runID: Int64
     private var known: [String: [String: Known]] = [:]
     private var nextPosition: [String: Int] = [:]
 
-    init(_ db: Database, source: String, runID: Int64) throws {
+    init(_ db: any SQLSession, source: String, runID: Int64) throws {
         self.db = db
         self.source = source
         self.runID = runID
-        for row in try Row.fetchAll(db, sql: "SELECT entity, field, kind, position FROM field_registry WHERE source = ?",
-                                    arguments: [source]) {
+        for row in try db.rows("SELECT entity, field, kind, position FROM field_registry WHERE source = ?",
+                                    [source]) {
             let entity: String = row[0]
             known[entity, default: [:]][row[1]] = Known(kind: row[2])
             nextPosition[entity] = max(nextPosition[entity] ?? 0, (row[3] as Int) + 1)
@@ -76,29 +76,29 @@ struct FieldRegistryWriter {
             if let seen = known[name]?[field] {
                 guard let kind, kind != seen.kind, Self.widened(seen.kind, kind) != seen.kind else { continue }
                 let wider = Self.widened(seen.kind, kind)
-                try db.execute(sql: """
+                try db.execute("""
                     UPDATE field_registry SET kind = ?, previous_kind = ?, kind_changed_run = ? WHERE source = ? AND entity = ? AND field = ?
-                    """, arguments: [wider, seen.kind, runID, source, name, field])
+                    """, [wider, seen.kind, runID, source, name, field])
                 known[name]?[field] = Known(kind: wider)
                 continue
             }
             let position = nextPosition[name] ?? 0
             nextPosition[name] = position + 1
-            try db.execute(sql: """
+            try db.execute("""
                 INSERT INTO field_registry (source, entity, field, kind, position, first_run) VALUES (?, ?, ?, ?, ?, ?)
-                """, arguments: [source, name, field, kind ?? "text", position, runID])
+                """, [source, name, field, kind ?? "text", position, runID])
             known[name, default: [:]][field] = Known(kind: kind ?? "text")
         }
     }
 }
 
-extension SQLiteSnapshotStore {
+extension SQLSnapshotStore {
     package func registeredFields(source: String, entity: EntityKind) throws(StoreSyncError) -> [RegisteredField] {
         try wrap {
-            try pool.read { db in
-                try Row.fetchAll(db, sql: """
+            try engine.read { db in
+                try db.rows("""
                     SELECT field, kind, first_run FROM field_registry WHERE source = ? AND entity = ? ORDER BY position
-                    """, arguments: [source, entity.rawValue]).map {
+                    """, [source, entity.rawValue]).map {
                     RegisteredField(source: source, entity: entity, name: $0[0], kind: $0[1], firstRun: $0[2])
                 }
             }
@@ -107,14 +107,14 @@ extension SQLiteSnapshotStore {
 
     package func schemaChanges(runID: Int64) throws(StoreSyncError) -> [SchemaChange] {
         try wrap {
-            try pool.read { db in
+            try engine.read { db in
                 // A source's first night registers every field: that is its baseline, not news.
-                try Row.fetchAll(db, sql: """
+                try db.rows("""
                     SELECT f.source, f.entity, f.field, f.kind, f.previous_kind, f.first_run FROM field_registry f
                     WHERE (f.first_run = ? AND EXISTS (SELECT 1 FROM field_registry o WHERE o.source = f.source AND o.first_run < ?))
                        OR f.kind_changed_run = ?
                     ORDER BY f.source, f.entity, f.position
-                    """, arguments: [runID, runID, runID]).compactMap { row in
+                    """, [runID, runID, runID]).compactMap { row in
                     guard let entity = EntityKind(rawValue: row[1]) else { return nil }
                     let isNew = (row[5] as Int64) == runID
                     return SchemaChange(source: row[0], entity: entity, field: row[2], kind: row[3],

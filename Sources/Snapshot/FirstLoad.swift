@@ -7,7 +7,7 @@ import Synchronization
 /// earlier in the same load.
 ///
 /// The entities' key index is dropped for the load and built once at its end
-/// (``SQLiteSnapshotStore/endBulkLoad()``): every page is its own
+/// (``SQLSnapshotStore/endBulkLoad()``): every page is its own
 /// transaction, and a unique index of scattered keys rewrites most of its
 /// pages at every commit (the records' key index was dropped for that reason
 /// before). Without it, an entity row cannot be looked up by key, so the
@@ -37,7 +37,7 @@ private struct FirstLoadRow: Sendable {
     var shape: String
 }
 
-extension SQLiteSnapshotStore {
+extension SQLSnapshotStore {
     /// Applies `page` by the first-load path when the store is in a first load
     /// of `page.source` and every record of the page is new; returns nil
     /// otherwise, having left the first-load path if the page showed it no
@@ -116,7 +116,8 @@ extension SQLiteSnapshotStore {
         let result: PageResult
         do {
             (result, written) = try await pool.write { db in
-                _ = try digestIndex(db, source: page.source)
+                let session = GRDBSession(db: db)
+                _ = try digestIndex(session, source: page.source)
                 var result = PageResult()
                 let insert = RawStatement(try db.cachedStatement(sql: """
                     INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
@@ -128,7 +129,7 @@ extension SQLiteSnapshotStore {
                 let log = RawStatement(try db.cachedStatement(sql: """
                     INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, 'added', NULL, NULL, ?)
                     """))
-                var registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID)
+                var registry = try FieldRegistryWriter(session, source: page.source, runID: page.runID)
                 var sources: [EntityKind: String] = [:]
                 var notedShapes: Set<String> = []
                 var lastShape = ""
@@ -179,7 +180,7 @@ extension SQLiteSnapshotStore {
                     lastShape = row.shape
                     result.added += 1
                 }
-                try Self.recordPage(db, page, keyList: keyList, result: result)
+                try Self.recordPage(session, page, keyList: keyList, result: result)
                 return (result, written)
             }
         } catch {
@@ -214,35 +215,41 @@ extension SQLiteSnapshotStore {
     /// the entities' key index is built now, and pages are diffed from here on.
     func leaveFirstLoad() throws(StoreSyncError) {
         guard firstLoad.withLock({ $0 != nil }) else { return }
-        try wrap { try pool.write { db in try db.execute(sql: Schema.entityKeyIndex) } }
+        try wrap { try engine.write { db in try db.execute(Schema.entityKeyIndex) } }
         firstLoad.withLock { $0 = nil }
     }
 
     /// The page's bookkeeping beside its records, as ``apply(_:)`` writes it:
     /// its memo and key list, the scope's checkpoint and the source's counters.
-    static func recordPage(_ db: Database, _ page: PageInput, keyList: String, result: PageResult) throws {
+    static func recordPage(_ db: any SQLSession, _ page: PageInput, keyList: String, result: PageResult) throws {
         if let memo = page.memo {
-            try db.execute(sql: """
-                INSERT OR REPLACE INTO page_memos (source, scope, page, url, etag, last_modified, body_hash, row_count, has_next, keys)
+            try db.execute("""
+                INSERT INTO page_memos (source, scope, page, url, etag, last_modified, body_hash, row_count, has_next, keys)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [page.source, page.scope, page.page, memo.url, memo.etag, memo.lastModified,
+                ON CONFLICT (source, scope, page) DO UPDATE SET url = excluded.url, etag = excluded.etag,
+                    last_modified = excluded.last_modified, body_hash = excluded.body_hash, row_count = excluded.row_count,
+                    has_next = excluded.has_next, keys = excluded.keys
+                """, [page.source, page.scope, page.page, memo.url, memo.etag, memo.lastModified,
                                  memo.bodyHash.sqliteValue, memo.rowCount, memo.hasNext, keyList])
         }
-        try db.execute(sql: "INSERT OR REPLACE INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)",
-                       arguments: [page.runID, page.source, page.scope, page.page, keyList])
-        try db.execute(sql: """
+        try db.execute("""
+            INSERT INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (run_id, source, scope, page) DO UPDATE SET keys = excluded.keys
+            """,
+                       [page.runID, page.source, page.scope, page.page, keyList])
+        try db.execute("""
             INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
                 state = excluded.state, error = NULL, error_code = NULL, error_url = NULL
-            """, arguments: [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
+            """, [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
         try addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
                       added: result.added, changed: result.changed, unchanged: result.unchanged,
                       removed: 0, skipped: page.skippedRows, seconds: page.seconds,
                       recordWrites: result.recordRowsWritten)
         if page.driftRows > 0 || result.unread > 0 {
-            try db.execute(sql: """
+            try db.execute("""
                 UPDATE run_sources SET drift = drift + ?, unchanged_pages = unchanged_pages + ? WHERE run_id = ? AND source = ?
-                """, arguments: [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
+                """, [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
         }
     }
 }

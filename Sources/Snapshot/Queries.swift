@@ -2,12 +2,12 @@ import Catalog
 import Foundation
 import GRDB
 
-extension SQLiteSnapshotStore {
+extension SQLSnapshotStore {
     /// Per-source counters of a run, in source-name order.
     package func sourceCounts(runID: Int64) throws(StoreSyncError) -> [SourceCounts] {
         try wrap {
-            try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM run_sources WHERE run_id = ? ORDER BY source", arguments: [runID]).map { row in
+            try engine.read { db in
+                try db.rows("SELECT * FROM run_sources WHERE run_id = ? ORDER BY source", [runID]).map { row in
                     Self.counts(row, source: row["source"])
                 }
             }
@@ -15,7 +15,7 @@ extension SQLiteSnapshotStore {
     }
 
     /// A `run_sources` row's counters, its columns named with `prefix`.
-    static func counts(_ row: Row, source: String, prefix: String = "") -> SourceCounts {
+    static func counts(_ row: SQLRow, source: String, prefix: String = "") -> SourceCounts {
         var counts = SourceCounts(source: source)
         counts.pages = row[prefix + "pages"]
         counts.requests = row[prefix + "requests"]
@@ -34,15 +34,15 @@ extension SQLiteSnapshotStore {
     /// The change log of a run in a stable order.
     package func changes(runID: Int64) throws(StoreSyncError) -> [ChangeRow] {
         try wrap {
-            try pool.read { db in
-                try Row.fetchAll(db, sql: """
+            try engine.read { db in
+                try db.rows("""
                     SELECT * FROM changes WHERE run_id = ? ORDER BY source, entity, key, op, field
-                    """, arguments: [runID]).map(Self.changeRow)
+                    """, [runID]).map(Self.changeRow)
             }
         }
     }
 
-    static func changeRow(_ row: Row) -> ChangeRow {
+    static func changeRow(_ row: SQLRow) -> ChangeRow {
         ChangeRow(runID: row["run_id"], source: row["source"], entity: row["entity"], key: row["key"],
                   op: row["op"], field: row["field"], before: row["before"], after: row["after"])
     }
@@ -50,8 +50,8 @@ extension SQLiteSnapshotStore {
     /// The most recent runs, newest first.
     package func runs(limit: Int = 20) throws(StoreSyncError) -> [RunRow] {
         try wrap {
-            try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM runs ORDER BY id DESC LIMIT ?", arguments: [limit]).map(Self.runRow)
+            try engine.read { db in
+                try db.rows("SELECT * FROM runs ORDER BY id DESC LIMIT ?", [limit]).map(Self.runRow)
             }
         }
     }
@@ -59,18 +59,18 @@ extension SQLiteSnapshotStore {
     /// One run by id.
     package func run(_ id: Int64) throws(StoreSyncError) -> RunRow? {
         try wrap {
-            try pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id]).map(Self.runRow) }
+            try engine.read { db in try db.row("SELECT * FROM runs WHERE id = ?", [id]).map(Self.runRow) }
         }
     }
 
-    static func runRow(_ row: Row) -> RunRow {
+    static func runRow(_ row: SQLRow) -> RunRow {
         RunRow(id: row["id"], job: row["job"], night: row["night"],
                startedAt: Date(timeIntervalSince1970: row["started_at"]),
                finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                status: RunStatus(rawValue: row["status"]) ?? .failed, attempts: row["attempts"], message: row["message"], totals: totals(row))
     }
 
-    static func totals(_ row: Row) -> RunTotals {
+    static func totals(_ row: SQLRow) -> RunTotals {
         var totals = RunTotals()
         totals.requests.requests = row["requests"]
         totals.requests.retries = row["retries"]
@@ -92,13 +92,13 @@ extension SQLiteSnapshotStore {
     /// Every current record of a source (or all sources), by entity then key.
     package func records(source: String? = nil) throws(StoreSyncError) -> [Catalog.Record] {
         try wrap {
-            try pool.read { db in
-                let rows: [Row]
+            try engine.read { db in
+                let rows: [SQLRow]
                 if let source {
-                    rows = try Row.fetchAll(db, sql: "SELECT entity, key, payload, hash FROM records WHERE source = ? ORDER BY entity, key",
-                                            arguments: [source])
+                    rows = try db.rows("SELECT entity, key, payload, hash FROM records WHERE source = ? ORDER BY entity, key",
+                                            [source])
                 } else {
-                    rows = try Row.fetchAll(db, sql: "SELECT entity, key, payload, hash FROM records ORDER BY entity, key")
+                    rows = try db.rows("SELECT entity, key, payload, hash FROM records ORDER BY entity, key")
                 }
                 return rows.compactMap { row in
                     EntityKind(rawValue: row["entity"]).map {
@@ -116,22 +116,22 @@ extension SQLiteSnapshotStore {
     package func inputRecords(source: String, entities: [EntityKind], selection: InputSelection,
                              runID: Int64, consumer: String) throws(StoreSyncError) -> [Catalog.Record] {
         try wrap {
-            try pool.read { db in
+            try engine.read { db in
                 var sql = "SELECT entity, key, payload, hash FROM records WHERE source = ?"
-                var arguments: StatementArguments = [source]
+                var arguments: [any SQLArgument] = [source]
                 if !entities.isEmpty {
                     sql += " AND entity IN (\(databaseQuestionMarks(count: entities.count)))"
-                    for entity in entities { _ = arguments.append(contentsOf: [entity.rawValue]) }
+                    arguments += entities.map(\.rawValue)
                 }
                 if selection == .newOrChanged {
                     sql += """
                          AND (added_run = ? OR changed_run = ? OR EXISTS (SELECT 1 FROM pending_inputs p
                               WHERE p.consumer = ? AND p.entity = records.entity AND p.key = records.key))
                         """
-                    _ = arguments.append(contentsOf: [runID, runID, consumer])
+                    arguments += [runID, runID, consumer] as [any SQLArgument]
                 }
                 sql += " ORDER BY entity, key"
-                return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in
+                return try db.rows(sql, arguments).compactMap { row in
                     EntityKind(rawValue: row["entity"]).map {
                         Record(entity: $0, key: row["key"], payload: row["payload"], hash: ContentHash(sqliteValue: row["hash"]))
                     }
@@ -145,11 +145,11 @@ extension SQLiteSnapshotStore {
     /// then) until it has done their work. Replaces the previous list.
     package func setPendingInputs(consumer: String, _ identities: [RecordIdentity]) throws(StoreSyncError) {
         try wrap {
-            try pool.write { db in
-                try db.execute(sql: "DELETE FROM pending_inputs WHERE consumer = ?", arguments: [consumer])
-                let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO pending_inputs (consumer, entity, key) VALUES (?, ?, ?)")
+            try engine.write { db in
+                try db.execute("DELETE FROM pending_inputs WHERE consumer = ?", [consumer])
                 for identity in identities {
-                    try insert.execute(arguments: [consumer, identity.entity.rawValue, identity.key])
+                    try db.execute("INSERT INTO pending_inputs (consumer, entity, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                                   [consumer, identity.entity.rawValue, identity.key])
                 }
             }
         }
@@ -158,12 +158,12 @@ extension SQLiteSnapshotStore {
     /// Every scope's checkpoint, by source and scope.
     package func scopeStates() throws(StoreSyncError) -> [ScopeRow] {
         try wrap {
-            try pool.read { db in
+            try engine.read { db in
                 let sizes = try Dictionary(
-                    Row.fetchAll(db, sql: "SELECT source, scope, COUNT(*) AS n FROM records GROUP BY source, scope")
+                    db.rows("SELECT source, scope, COUNT(*) AS n FROM records GROUP BY source, scope")
                         .map { ("\($0["source"] as String)\t\($0["scope"] as String)", $0["n"] as Int) },
                     uniquingKeysWith: +)
-                return try Row.fetchAll(db, sql: "SELECT * FROM scopes ORDER BY source, scope").map { row in
+                return try db.rows("SELECT * FROM scopes ORDER BY source, scope").map { row in
                     let source: String = row["source"], scope: String = row["scope"]
                     return ScopeRow(source: source, scope: scope, runID: row["run_id"], state: ScopeState(rawValue: row["state"]) ?? .failed,
                                     nextPage: row["next_page"], error: (row["error"] as String?).map { message in
@@ -195,7 +195,8 @@ extension SQLiteSnapshotStore {
     /// `PRAGMA integrity_check`: "ok" for a sound file.
     package func integrityCheck() throws(StoreSyncError) -> String {
         try wrap {
-            try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+            guard let sqlite else { return "ok" }  // PostgreSQL checks its pages itself (checksums, WAL replay).
+            return try sqlite.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
         }
     }
 }

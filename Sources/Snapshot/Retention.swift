@@ -39,7 +39,7 @@ public struct PruneResult: Sendable, Equatable {
     public var isEmpty: Bool { runs == 0 && changes == 0 }
 }
 
-extension SQLiteSnapshotStore {
+extension SQLSnapshotStore {
     /// Free pages, as a fraction of the file, above which a prune hands them
     /// back to the file system. Below it they are left to the next nights'
     /// writes, which reuse them: a store pruned every night stays the same
@@ -60,11 +60,11 @@ extension SQLiteSnapshotStore {
         guard days > 0 else { return result }
         result.bytesBefore = bytesOnDisk()
         try wrap {
-            try pool.write { db in
-                guard let current = try Row.fetchOne(db, sql: "SELECT night, started_at FROM runs WHERE id = ?",
-                                                     arguments: [runID]) else { return }
+            try engine.write { db in
+                guard let current = try db.row("SELECT night, started_at FROM runs WHERE id = ?",
+                                                     [runID]) else { return }
                 let condition: String
-                let bound: any DatabaseValueConvertible
+                let bound: any SQLArgument
                 if let night: Int = current["night"] {
                     condition = "night IS NOT NULL AND night <= ?"
                     bound = night - days
@@ -76,18 +76,19 @@ extension SQLiteSnapshotStore {
                     result.cutoff = .date(Date(timeIntervalSince1970: started - Double(days) * 86_400))
                 }
                 // The victims once, so every table loses exactly the same runs.
-                try db.execute(sql: "DROP TABLE IF EXISTS temp.pruned_runs")
-                try db.execute(sql: """
-                    CREATE TEMP TABLE pruned_runs AS SELECT id FROM runs
+                // Each engine names its schema of temporary tables its own way.
+                let victims = db.engine == .sqlite ? "temp.pruned_runs" : "pg_temp.pruned_runs"
+                try db.execute("DROP TABLE IF EXISTS \(victims)")
+                try db.execute("CREATE TEMP TABLE pruned_runs (id BIGINT NOT NULL)")
+                try db.execute("""
+                    INSERT INTO pruned_runs SELECT id FROM runs
                     WHERE \(condition) AND id <> ? AND status <> 'running' AND exported = 1
-                    """, arguments: [bound, runID])
-                try db.execute(sql: "DELETE FROM changes WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
-                result.changes = db.changesCount
-                try db.execute(sql: "DELETE FROM run_sources WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
-                try db.execute(sql: "DELETE FROM run_pages WHERE run_id IN (SELECT id FROM temp.pruned_runs)")
-                try db.execute(sql: "DELETE FROM runs WHERE id IN (SELECT id FROM temp.pruned_runs)")
-                result.runs = db.changesCount
-                try db.execute(sql: "DROP TABLE temp.pruned_runs")
+                    """, [bound, runID])
+                result.changes = try db.execute("DELETE FROM changes WHERE run_id IN (SELECT id FROM \(victims))")
+                try db.execute("DELETE FROM run_sources WHERE run_id IN (SELECT id FROM \(victims))")
+                try db.execute("DELETE FROM run_pages WHERE run_id IN (SELECT id FROM \(victims))")
+                result.runs = try db.execute("DELETE FROM runs WHERE id IN (SELECT id FROM \(victims))")
+                try db.execute("DROP TABLE \(victims)")
             }
         }
         if !result.isEmpty {
@@ -108,30 +109,36 @@ extension SQLiteSnapshotStore {
     /// PRIMARY KEY, which VACUUM keeps). The write-ahead log, which a VACUUM
     /// fills with the whole file, is truncated afterwards.
     func reclaimFreePages() throws(StoreSyncError) -> PruneResult.Reclaim {
-        try wrap {
-            try pool.writeWithoutTransaction { db in
-                let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
-                let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+        // PostgreSQL's autovacuum reuses the space; a VACUUM FULL would lock the fleet out.
+        guard let sqlite else { return .none }
+        return try wrap {
+            try sqlite.writeWithoutTransaction { grdb in
+                let db = GRDBSession(db: grdb)
+                let pages = try db.value(as: Int.self, "PRAGMA page_count") ?? 0
+                let free = try db.value(as: Int.self, "PRAGMA freelist_count") ?? 0
                 guard pages > 0, Double(free) >= Self.reclaimFraction * Double(pages) else { return .none }
                 let reclaim: PruneResult.Reclaim
                 // 2 = INCREMENTAL.
-                if try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") == 2 {
-                    try db.execute(sql: "PRAGMA incremental_vacuum")
+                if try db.value(as: Int.self, "PRAGMA auto_vacuum") == 2 {
+                    try db.execute("PRAGMA incremental_vacuum")
                     reclaim = .incremental
                 } else {
-                    try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-                    try db.execute(sql: "VACUUM")
+                    try db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                    try db.execute("VACUUM")
                     reclaim = .full
                 }
-                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 return reclaim
             }
         }
     }
 
-    /// The main file and its write-ahead log, in bytes.
+    /// The main file and its write-ahead log, in bytes; PostgreSQL's database size.
     func bytesOnDisk() -> Int64 {
-        [path, path + "-wal"].reduce(0) { total, file in
+        guard sqlite != nil else {
+            return (try? engine.read { db in try db.value(as: Int64.self, "SELECT pg_database_size(current_database())") } ?? 0) ?? 0
+        }
+        return [path, path + "-wal"].reduce(0) { total, file in
             let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
             return total + size
         }

@@ -2,7 +2,7 @@ import Catalog
 import Foundation
 import GRDB
 
-extension SQLiteSnapshotStore {
+extension SQLSnapshotStore {
     /// Stands for the job file in the command a guard warning suggests; the
     /// runner, which knows the file, puts its path there.
     public static let jobPlaceholder = "JOB"
@@ -10,10 +10,10 @@ extension SQLiteSnapshotStore {
     /// Records how a scope's crawl ended (its checkpoint state for this run).
     package func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError) {
         try wrap {
-            try pool.write { db in
+            try engine.write { db in
                 // The error's code and URL beside its text: `status --json` and a
                 // report rebuilt from the store show the same structure as the run did.
-                try db.execute(sql: """
+                try db.execute("""
                     INSERT INTO scopes (source, scope, run_id, next_page, state, error, error_code, error_url) VALUES (?, ?, ?, 0, ?, ?, ?, ?)
                     ON CONFLICT (source, scope) DO UPDATE SET
                         -- A scope that failed before its first page in this run must not
@@ -21,7 +21,7 @@ extension SQLiteSnapshotStore {
                         next_page = CASE WHEN scopes.run_id = excluded.run_id THEN scopes.next_page ELSE 0 END,
                         run_id = excluded.run_id, state = excluded.state, error = excluded.error,
                         error_code = excluded.error_code, error_url = excluded.error_url
-                    """, arguments: [source, scope, runID, state.rawValue, error?.message, error?.code, error?.url])
+                    """, [source, scope, runID, state.rawValue, error?.message, error?.code, error?.url])
             }
         }
     }
@@ -48,12 +48,11 @@ extension SQLiteSnapshotStore {
             for (other, identity) in cascaded { digests(of: other)?.update([(identity, nil)]) }
         }
         do {
-            return try pool.write { db in
+            return try engine.write { db in
                 removed = []
-                let checkpoint = try Row.fetchOne(
-                    db, sql: "SELECT state, run_id, swept_run, swept_warning FROM scopes WHERE source = ? AND scope = ?",
-                    arguments: [source, scope])
-                guard let checkpoint, checkpoint["state"] == "complete", checkpoint["run_id"] == runID else {
+                let checkpoint = try db.row("SELECT state, run_id, swept_run, swept_warning FROM scopes WHERE source = ? AND scope = ?",
+                                            [source, scope])
+                guard let checkpoint, checkpoint["state"] as String? == "complete", checkpoint["run_id"] as Int64? == runID else {
                     return RemovalResult()
                 }
                 if (checkpoint["swept_run"] as Int64?) == runID {
@@ -69,8 +68,8 @@ extension SQLiteSnapshotStore {
                 let result = try Self.removalPass(db, runID: runID, source: source, scope: scope, seen: seenKeys, policy: policy,
                                                   mapping: mapping, owns: ownership, unseen: unseen, removed: &gone, cascaded: &orphans)
                 // In the pass's transaction: a kill leaves either both or neither.
-                try db.execute(sql: "UPDATE scopes SET swept_run = ?, swept_warning = ? WHERE source = ? AND scope = ?",
-                               arguments: [runID, result.guardWarning, source, scope])
+                try db.execute("UPDATE scopes SET swept_run = ?, swept_warning = ? WHERE source = ? AND scope = ?",
+                               [runID, result.guardWarning, source, scope])
                 removed = gone
                 cascaded = orphans
                 return result
@@ -94,7 +93,7 @@ extension SQLiteSnapshotStore {
     /// unseen record for its scope, kept for the source's other sweeps. On a
     /// normal night few records are unseen; where many are (a scope failed),
     /// the per-scope scan of the key index is cheaper than that many queries.
-    func unseenMembers(_ db: Database, runID: Int64, source: String, scope: String,
+    func unseenMembers(_ db: any SQLSession, runID: Int64, source: String, scope: String,
                        seen: Set<RecordIdentity>) throws -> [RecordIdentity]? {
         if let cached = unseenByScope.withLock({ $0[source] }), cached.runID == runID {
             return cached.byScope.map { $0[scope] ?? [] }
@@ -102,10 +101,10 @@ extension SQLiteSnapshotStore {
         let index = try digestIndex(db, source: source)
         var byScope: [String: [RecordIdentity]]?
         if let unseen = index.identities(notIn: seen, limit: max(10_000, index.initialCount / 10)) {
-            let scopeOf = try db.cachedStatement(sql: "SELECT scope FROM records WHERE source = ? AND entity = ? AND key = ?")
             var grouped: [String: [RecordIdentity]] = [:]
             for identity in unseen {
-                guard let owner = try String.fetchOne(scopeOf, arguments: [source, identity.entity.rawValue, identity.key]) else { continue }
+                guard let owner = try db.value(as: String.self, "SELECT scope FROM records WHERE source = ? AND entity = ? AND key = ?",
+                                               [source, identity.entity.rawValue, identity.key]) else { continue }
                 grouped[owner, default: []].append(identity)
             }
             byScope = grouped
@@ -119,19 +118,18 @@ extension SQLiteSnapshotStore {
     /// (a removed product's detail page) go with it. Returns the record rows
     /// deleted of this sighting's own row (`rowsWritten`) and every row deleted,
     /// by source, for the digest indexes.
-    static func endSighting(_ db: Database, source: String, _ identity: RecordIdentity, mapping: SourceMapping,
+    static func endSighting(_ db: any SQLSession, source: String, _ identity: RecordIdentity, mapping: SourceMapping,
                             entities: EntityWriter) throws -> (rowsWritten: Int, rows: [(source: String, identity: RecordIdentity)]) {
         func delete(_ owner: String, _ row: RecordIdentity) throws {
-            try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
-                           arguments: [owner, row.entity.rawValue, row.key])
-            try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                           arguments: [owner, row.entity.rawValue, row.key])
+            try db.execute("DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
+                           [owner, row.entity.rawValue, row.key])
+            try db.execute("DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                           [owner, row.entity.rawValue, row.key])
         }
-        try db.execute(sql: "DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
-                       arguments: [source, identity.entity.rawValue, identity.key])
-        let rowsWritten = db.changesCount
-        try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                       arguments: [source, identity.entity.rawValue, identity.key])
+        let rowsWritten = try db.execute("DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
+                                         [source, identity.entity.rawValue, identity.key])
+        try db.execute("DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                       [source, identity.entity.rawValue, identity.key])
         var rows: [(source: String, identity: RecordIdentity)] = [(source, identity)]
         let sighting = Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
         for orphan in try entities.end(sighting, entity: mapping.entity(of: identity.entity), key: identity.key) {
@@ -143,7 +141,7 @@ extension SQLiteSnapshotStore {
     }
 
     static func removalPass(
-        _ db: Database, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy,
+        _ db: any SQLSession, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy,
         mapping: SourceMapping, owns: @escaping (Sighting) -> Set<String>, unseen: [RecordIdentity]?,
         removed: inout [RecordIdentity], cascaded: inout [(source: String, identity: RecordIdentity)]
     ) throws -> RemovalResult {
@@ -151,28 +149,26 @@ extension SQLiteSnapshotStore {
         var members = 0
         var missed: [RecordIdentity] = []
         if let unseen {
-            members = try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE source = ? AND scope = ?",
-                                       arguments: [source, scope]) ?? 0
+            members = try db.value(as: Int.self, "SELECT count(*) FROM records WHERE source = ? AND scope = ?",
+                                       [source, scope]) ?? 0
             missed = unseen
         } else {
             // The covering key index holds the scope: a scan of it, never of the payloads.
-            let cursor = try Row.fetchCursor(
-                db, sql: "SELECT entity, key FROM records INDEXED BY records_by_key WHERE source = ? AND scope = ?",
-                arguments: [source, scope])
+            let hint = db.engine == .sqlite ? "INDEXED BY records_by_key" : ""
             // Columns by position and entity names parsed once: this loop meets every record of the scope.
             var entities: [String: EntityKind] = [:]
-            while let row = try cursor.next() {
+            try db.forEachRow("SELECT entity, key FROM records \(hint) WHERE source = ? AND scope = ?", [source, scope]) { row in
                 members += 1
                 let name: String = row[0]
-                guard let entity = entities[name] ?? EntityKind(rawValue: name) else { continue }
+                guard let entity = entities[name] ?? EntityKind(rawValue: name) else { return }
                 entities[name] = entity
                 let identity = RecordIdentity(entity: entity, key: row[1])
                 if !seen.contains(identity) { missed.append(identity) }
             }
         }
-        let night = try Int.fetchOne(db, sql: "SELECT night FROM runs WHERE id = ?", arguments: [runID])
+        let night = try db.value(as: Int.self, "SELECT night FROM runs WHERE id = ?", [runID])
         var missCounts: [RecordIdentity: (count: Int, night: Int?)] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT entity, key, count, night FROM misses WHERE source = ?", arguments: [source]) {
+        for row in try db.rows("SELECT entity, key, count, night FROM misses WHERE source = ?", [source]) {
             guard let entity = EntityKind(rawValue: row["entity"]) else { continue }
             missCounts[RecordIdentity(entity: entity, key: row["key"])] = (row["count"], row["night"])
         }
@@ -184,8 +180,8 @@ extension SQLiteSnapshotStore {
         }
         // A record that came back is no longer missing.
         for identity in missCounts.keys where seen.contains(identity) {
-            try db.execute(sql: "DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                           arguments: [source, identity.entity.rawValue, identity.key])
+            try db.execute("DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
+                           [source, identity.entity.rawValue, identity.key])
         }
         missed.sort()
         let entities = try EntityWriter(db, runID: runID, logAddedValues: true, owns: owns)
@@ -230,10 +226,10 @@ extension SQLiteSnapshotStore {
                 }
                 result.removed += 1
             } else if !isRanked(identity) {
-                try db.execute(sql: """
+                try db.execute("""
                     INSERT INTO misses (source, entity, key, count, night) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (source, entity, key) DO UPDATE SET count = excluded.count, night = excluded.night
-                    """, arguments: [source, identity.entity.rawValue, identity.key, count, night])
+                    """, [source, identity.entity.rawValue, identity.key, count, night])
                 result.pending += 1
             }
         }
@@ -242,7 +238,7 @@ extension SQLiteSnapshotStore {
     }
 }
 
-extension SQLiteSnapshotStore {
+extension SQLSnapshotStore {
     /// Ends a scope the job no longer has (a dependent source's feed whose
     /// podcast left its upstream): its records have left every scope of the
     /// source, so their sightings end now, and its checkpoint and page memos go.
@@ -258,11 +254,11 @@ extension SQLiteSnapshotStore {
             for (other, identity) in cascaded { digests(of: other)?.update([(identity, nil)]) }
         }
         do {
-            return try pool.write { db in
+            return try engine.write { db in
                 var result = RemovalResult()
                 let entities = try EntityWriter(db, runID: runID, logAddedValues: true, owns: ownership)
-                let members = try Row.fetchAll(db, sql: "SELECT entity, key FROM records WHERE source = ? AND scope = ?",
-                                               arguments: [source, scope]).compactMap { row -> RecordIdentity? in
+                let members = try db.rows("SELECT entity, key FROM records WHERE source = ? AND scope = ?",
+                                               [source, scope]).compactMap { row -> RecordIdentity? in
                     EntityKind(rawValue: row[0]).map { RecordIdentity(entity: $0, key: row[1]) }
                 }
                 var gone: [RecordIdentity] = []
@@ -275,8 +271,8 @@ extension SQLiteSnapshotStore {
                     }
                     result.removed += 1
                 }
-                try db.execute(sql: "DELETE FROM scopes WHERE source = ? AND scope = ?", arguments: [source, scope])
-                try db.execute(sql: "DELETE FROM page_memos WHERE source = ? AND scope = ?", arguments: [source, scope])
+                try db.execute("DELETE FROM scopes WHERE source = ? AND scope = ?", [source, scope])
+                try db.execute("DELETE FROM page_memos WHERE source = ? AND scope = ?", [source, scope])
                 try Self.addCounts(db, runID: runID, source: source, removed: result.removed, recordWrites: result.recordRowsWritten)
                 removed = gone
                 cascaded = orphans

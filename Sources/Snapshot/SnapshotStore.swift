@@ -5,7 +5,7 @@ import Foundation
 /// runs, checkpoints and page memos, behind one interface.
 ///
 /// The engine and the exports know the store only through this protocol, so
-/// a backend (``SQLiteSnapshotStore`` today, PostgreSQL for fleets later)
+/// a backend (``SQLSnapshotStore`` today, PostgreSQL for fleets later)
 /// keeps its schema, its query language and its storage types to itself:
 /// nothing outside the backend reads or writes its tables.
 ///

@@ -56,11 +56,11 @@ public struct SQLiteBackend: StoreBackend {
     }
 
     public func open(_ location: String) throws(StoreSyncError) -> any SnapshotStore {
-        try SQLiteSnapshotStore(path: location)
+        try SQLSnapshotStore(path: location)
     }
 
     public func openReadOnly(_ location: String) throws(StoreSyncError) -> any SnapshotStore {
-        try SQLiteSnapshotStore(path: location, readOnly: true)
+        try SQLSnapshotStore(path: location, readOnly: true)
     }
 
     /// The marker beside a store that says it held history: a failed copy or
@@ -110,8 +110,8 @@ public struct SQLiteBackend: StoreBackend {
         let copyPath = folder.appendingPathComponent("snapshot.sqlite").path
         do {
             try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            if exists(location) { try SQLiteSnapshotStore.copy(from: location, to: copyPath) }
-            return (try SQLiteSnapshotStore(path: copyPath), discard)
+            if exists(location) { try SQLSnapshotStore.copy(from: location, to: copyPath) }
+            return (try SQLSnapshotStore(path: copyPath), discard)
         } catch {
             discard()
             throw error
@@ -138,5 +138,35 @@ public struct SQLiteBackend: StoreBackend {
             if remove, (try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))) != nil { removed += 1 }
         }
         return removed
+    }
+}
+
+/// The backend a job's `store:` names: PostgreSQL for a `postgres://` (or
+/// `postgresql://`) URL, the embedded SQLite file for anything else (a path).
+public struct DefaultBackend: StoreBackend {
+    let sqlite = SQLiteBackend()
+    let postgres: PostgresBackend
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        postgres = PostgresBackend(environment: environment)
+    }
+
+    func backend(_ location: String) -> any StoreBackend {
+        PostgresLocation.isPostgres(location) ? postgres : sqlite
+    }
+
+    public func lock(_ location: String) throws(StoreSyncError) -> any Sendable { try backend(location).lock(location) }
+    public func lockHolder(_ location: String) -> String? { backend(location).lockHolder(location) }
+    public func exists(_ location: String) -> Bool { backend(location).exists(location) }
+    public func open(_ location: String) throws(StoreSyncError) -> any SnapshotStore { try backend(location).open(location) }
+    public func openReadOnly(_ location: String) throws(StoreSyncError) -> any SnapshotStore {
+        try backend(location).openReadOnly(location)
+    }
+    public func openCopy(_ location: String) throws(StoreSyncError) -> (store: any SnapshotStore, discard: @Sendable () -> Void) {
+        try backend(location).openCopy(location)
+    }
+    public func historyEvidence(_ location: String) -> String? { backend(location).historyEvidence(location) }
+    public func noteHistory(_ location: String, job: String, runID: Int64, at date: Date) throws(StoreSyncError) {
+        try backend(location).noteHistory(location, job: job, runID: runID, at: date)
     }
 }

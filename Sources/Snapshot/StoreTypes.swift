@@ -35,7 +35,7 @@ public struct PageMemo: Sendable, Equatable {
     var keyList: String
 
     /// The records the page held (filled by the store when it saves a memo).
-    public var keys: [RecordIdentity] { SQLiteSnapshotStore.identities(keyList) }
+    public var keys: [RecordIdentity] { SQLSnapshotStore.identities(keyList) }
 
     public init(url: String, etag: String?, lastModified: String?, bodyHash: ContentHash, rowCount: Int, hasNext: Bool?) {
         self.url = url

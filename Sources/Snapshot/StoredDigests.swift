@@ -58,6 +58,17 @@ final class DigestIndex: Sendable {
         table = Mutex(Table(digests: digests))
     }
 
+    /// Reads every record of `source` through any engine (SQLite's own read is faster: below).
+    static func load(_ db: any SQLSession, source: String) throws -> DigestIndex {
+        if let grdb = db as? GRDBSession { return try load(grdb.db, source: source) }
+        var digests: [RecordIdentity: StoredDigest] = [:]
+        try db.forEachRow("SELECT entity, key, hash, raw_hash, rowid FROM records WHERE source = ?", [source]) { row in
+            guard let entity = EntityKind(rawValue: row[0]) else { return }
+            digests[RecordIdentity(entity: entity, key: row[1])] = StoredDigest(hash: row[2], rawHash: row[3], rowid: row[4])
+        }
+        return DigestIndex(digests)
+    }
+
     /// Reads every record of `source` (the covering key index and the hashes).
     static func load(_ db: Database, source: String) throws -> DigestIndex {
         let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE source = ?", arguments: [source]) ?? 0

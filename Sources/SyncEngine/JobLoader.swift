@@ -1,6 +1,7 @@
 import Catalog
 import Connectors
 import Foundation
+import Snapshot
 import Yams
 
 /// What a job file may hold beyond the built-in rules.
@@ -175,7 +176,7 @@ extension SettingsReader {
         let notify = value(top, "notify").flatMap { notifySpec($0, environment: environment) }
         guard let name, let store, let output else { return nil }
         var spec = JobSpec(
-            name: name, file: file, storePath: resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
+            name: name, file: file, storePath: PostgresLocation.isPostgres(store) ? store : resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
             sources: sources, exports: exports, retention: retention)
         if let artworkSize { spec.artworkSize = artworkSize }
         spec.exportKeep = exportKeep

@@ -16,7 +16,7 @@ public struct JobStatus: Sendable {
     /// holds its lock without taking the lock, so a run starting meanwhile is
     /// never turned away. A job that never ran has no store: empty status.
     public static func load(job: JobSpec, runs limit: Int = 10,
-                            store backend: any StoreBackend = SQLiteBackend()) throws(StoreSyncError) -> JobStatus {
+                            store backend: any StoreBackend = DefaultBackend()) throws(StoreSyncError) -> JobStatus {
         var status = JobStatus(job: job.name, storePath: job.storePath, runs: [], counts: [:], scopes: [], lockedBy: nil)
         status.lockedBy = backend.lockHolder(job.storePath)
         guard backend.exists(job.storePath) else { return status }

@@ -11,7 +11,7 @@ public enum MachineOutput {
     /// `run-report` export writes to `report.json`. `report` adds what the
     /// store does not keep (the artwork mirror's figures, the feed lint).
     public static func runReportJSON(job: JobSpec, runID: Int64, report: RunReport? = nil,
-                                     store backend: any StoreBackend = SQLiteBackend()) throws(StoreSyncError) -> String {
+                                     store backend: any StoreBackend = DefaultBackend()) throws(StoreSyncError) -> String {
         let store = try backend.openReadOnly(job.storePath)
         guard let run = try store.run(runID) else {
             throw .storage(path: job.storePath, reason: "run \(runID) is not in the snapshot",
@@ -82,7 +82,7 @@ public enum MachineOutput {
     /// Writes run `runID`'s changes (nil: the last finished run) to the open
     /// descriptor `fd`, streamed from the store; returns the run and the rows.
     public static func writeChanges(job: JobSpec, runID: Int64?, format: ChangesFormat, to fd: Int32,
-                                    store backend: any StoreBackend = SQLiteBackend()) throws(StoreSyncError) -> (run: Int64, rows: Int) {
+                                    store backend: any StoreBackend = DefaultBackend()) throws(StoreSyncError) -> (run: Int64, rows: Int) {
         guard backend.exists(job.storePath) else {
             throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
         }

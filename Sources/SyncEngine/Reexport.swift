@@ -7,7 +7,7 @@ import Snapshot
 /// `storesync export`: writes a job's exports again from the snapshot,
 /// without crawling, as of the last run that finished.
 public enum Reexport {
-    public static func run(job: JobSpec, store backend: any StoreBackend = SQLiteBackend(),
+    public static func run(job: JobSpec, store backend: any StoreBackend = DefaultBackend(),
                            logger: Logger = Logger(label: "storesync")) throws(StoreSyncError) -> [ExportedFile] {
         let lock = try backend.lock(job.storePath)
         defer { withExtendedLifetime(lock) {} }

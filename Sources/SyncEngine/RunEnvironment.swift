@@ -27,7 +27,7 @@ public struct RunEnvironment: Sendable {
     /// it (the run unfinished, nothing after the point written). Nil in production.
     package var stopAt: (@Sendable (RunStopPoint) -> StoreSyncError?)?
 
-    public init(services: any UpstreamServices = LiveServices(), store: any StoreBackend = SQLiteBackend(),
+    public init(services: any UpstreamServices = LiveServices(), store: any StoreBackend = DefaultBackend(),
                 transport: (any HTTPTransport)? = nil,
                 clock: any CrawlClock = SystemCrawlClock(), now: @escaping @Sendable () -> Date = { Date() },
                 logger: Logger = Logger(label: "storesync")) {

@@ -591,7 +591,7 @@ public struct Runner: Sendable {
                 let removal = try store.sweepScope(runID: run.id, source: source.name, scope: scope.id, removal: source.removal)
                 if var warning = removal.guardWarning {
                     // The suggested command names this job's file.
-                    warning = warning.replacingOccurrences(of: "storesync run \(SQLiteSnapshotStore.jobPlaceholder) ",
+                    warning = warning.replacingOccurrences(of: "storesync run \(SQLSnapshotStore.jobPlaceholder) ",
                                                            with: "storesync run \(Self.shellWord(job.file)) ")
                     result.warnings.append(RunProblem(code: RunProblem.guardRefused, source: source.name, scope: scope.id, message: warning))
                     logger.warning("\(warning)")

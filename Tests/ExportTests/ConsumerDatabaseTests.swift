@@ -14,7 +14,7 @@ import TestSupport
 /// vendors (one price drop), and a records-file source.
 struct ConsumerFixture {
     static let started = Date(timeIntervalSince1970: 1_795_308_886)
-    let store: SQLiteSnapshotStore
+    let store: SQLSnapshotStore
     let runID: Int64
     let directory: URL
 
@@ -39,7 +39,7 @@ struct ConsumerFixture {
 
     static func make(_ name: String) async throws -> ConsumerFixture {
         let directory = TestPaths.temporaryDirectory(name)
-        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
+        let store = try SQLSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
         var page = 0
         func apply(_ runID: Int64, _ source: String, _ records: [Catalog.Record]) async throws {
             page += 1

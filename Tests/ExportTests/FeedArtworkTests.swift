@@ -14,7 +14,7 @@ import TestSupport
     static let missing = "https://is2-ssl.mzstatic.com/image/thumb/Podcasts2/v4/aa/bb/cc/two/mza_2.jpg/3000x3000bb.jpg"
 
     func context() async throws -> ExportContext {
-        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
+        let store = try SQLSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
         let run = try store.beginRun(job: "art", at: Self.started, simulated: true)
         func podcast(_ id: Int, _ artwork: String, _ date: String) -> Catalog.Record {
             Catalog.Record(entity: .podcast, key: String(id), fields: [

@@ -35,7 +35,7 @@ import TestSupport
     /// A store whose first run (the baseline) holds every podcast and whose
     /// second renames `renamed` of them.
     func store(renamed: Int = 0) async throws -> ExportContext {
-        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
+        let store = try SQLSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
         let first = try store.beginRun(job: "m", at: Self.started, simulated: true, night: 1, resumeExports: true)
         _ = try await store.apply(PageInput(runID: first.id, source: "pods", scope: "s", page: 1,
                                             records: (0..<Self.count).map { Self.podcast($0) }))
@@ -122,9 +122,9 @@ import TestSupport
     }
 
     @Test func aLargePayloadIsProjectedInPlaceLikeTheOthers() async throws {
-        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("large.sqlite").path)
+        let store = try SQLSnapshotStore(path: directory.appendingPathComponent("large.sqlite").path)
         let run = try store.beginRun(job: "m", at: Self.started, simulated: true)
-        let big = String(repeating: "x", count: SQLiteSnapshotStore.largePayloadBytes + 10)
+        let big = String(repeating: "x", count: SQLSnapshotStore.largePayloadBytes + 10)
         var records = (0..<3).map { Self.podcast($0) }
         records[1] = Catalog.Record(entity: .podcast, key: "0001", fields: [
             "name": .string("Podcast 1"), "description": .string(big), "explicit": .bool(true), "count": .int(7),

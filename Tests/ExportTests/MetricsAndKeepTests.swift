@@ -54,8 +54,8 @@ enum StrictPrometheusText {
     static let night1 = Date(timeIntervalSince1970: 1_795_308_886)
 
     /// Three nights: ok, failed, failed. Returns the store and the runs' ids.
-    func store() throws -> (SQLiteSnapshotStore, [Int64]) {
-        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
+    func store() throws -> (SQLSnapshotStore, [Int64]) {
+        let store = try SQLSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
         var ids: [Int64] = []
         for (n, status) in [RunStatus.ok, .failed, .failed].enumerated() {
             let start = Self.night1.addingTimeInterval(Double(n) * 86_400)
@@ -66,7 +66,7 @@ enum StrictPrometheusText {
         return (store, ids)
     }
 
-    func metrics(_ store: SQLiteSnapshotStore, run: Int64) throws -> String {
+    func metrics(_ store: SQLSnapshotStore, run: Int64) throws -> String {
         let context = ExportContext(store: store, runID: run, jobName: "m", runDate: Self.night1,
                                     outputDirectory: directory.appendingPathComponent("out").path)
         let files = try SnapshotExporter.export([.metrics(path: "storesync.prom")], context: context, logger: Logger(label: "t"))
@@ -152,7 +152,7 @@ enum StrictPrometheusText {
 
     @Test func sqliteCSVAndChangesPathsExpandTheirTemplates() async throws {
         defer { try? FileManager.default.removeItem(at: root) }
-        let store = try SQLiteSnapshotStore(path: root.appendingPathComponent("snapshot.sqlite").path)
+        let store = try SQLSnapshotStore(path: root.appendingPathComponent("snapshot.sqlite").path)
         let run = try store.beginRun(job: "t", at: MetricsTests.night1, simulated: false)
         try store.finishRun(run.id, status: .ok, message: nil, at: MetricsTests.night1)
         let context = ExportContext(store: store, runID: run.id, jobName: "tpl", runDate: MetricsTests.night1,

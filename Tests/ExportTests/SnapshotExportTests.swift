@@ -12,8 +12,8 @@ import TestSupport
     let directory = TestPaths.temporaryDirectory("snapshot-export")
     static let started = Date(timeIntervalSince1970: 1_795_308_886)
 
-    func store() async throws -> (SQLiteSnapshotStore, Int64) {
-        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
+    func store() async throws -> (SQLSnapshotStore, Int64) {
+        let store = try SQLSnapshotStore(path: directory.appendingPathComponent("snapshot.sqlite").path)
         let run = try store.beginRun(job: "golden", at: Self.started, simulated: true)
         func podcast(_ id: Int, _ name: String) -> Catalog.Record {
             Catalog.Record(entity: .podcast, key: String(id), fields: [
@@ -45,7 +45,7 @@ import TestSupport
         return (store, run.id)
     }
 
-    func context(_ store: SQLiteSnapshotStore, _ runID: Int64) -> ExportContext {
+    func context(_ store: SQLSnapshotStore, _ runID: Int64) -> ExportContext {
         ExportContext(store: store, runID: runID, jobName: "golden", runDate: Self.started,
                       outputDirectory: directory.appendingPathComponent("out").path)
     }
@@ -76,7 +76,7 @@ import TestSupport
     /// later one with a hash of its name), the same on every export, with
     /// their own names in the titles; feeds and OPML alike.
     @Test func collidingGenreNamesGetDistinctStableFiles() async throws {
-        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("genres.sqlite").path)
+        let store = try SQLSnapshotStore(path: directory.appendingPathComponent("genres.sqlite").path)
         let run = try store.beginRun(job: "g", at: Self.started, simulated: false)
         let records = ["Rock & Roll", "Rock  Roll", "News"].enumerated().map { index, genre in
             Catalog.Record(entity: .podcast, key: String(index + 1), fields: [
@@ -117,7 +117,7 @@ import TestSupport
     }
 
     @Test func musicAndEpisodeFeedsListNewestFirstWithEnclosures() async throws {
-        let store = try SQLiteSnapshotStore(path: directory.appendingPathComponent("music.sqlite").path)
+        let store = try SQLSnapshotStore(path: directory.appendingPathComponent("music.sqlite").path)
         let run = try store.beginRun(job: "m", at: Self.started, simulated: false)
         let records = [
             Catalog.Record(entity: .song, key: "1", fields: ["name": .string("Old song"), "artist": .string("A"),

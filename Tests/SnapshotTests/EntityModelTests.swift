@@ -23,8 +23,8 @@ import TestSupport
         canonical: { entity, wire in CanonicalRecord(entity: entity == .listingDetail ? .listing : entity, fields: wire) },
         role: { $0 == .listingDetail ? .describes : .lists })
 
-    func store() throws -> SQLiteSnapshotStore {
-        let store = try SQLiteSnapshotStore(path: path)
+    func store() throws -> SQLSnapshotStore {
+        let store = try SQLSnapshotStore(path: path)
         try store.prepareEntities(["search": Self.search, "chart": Self.chart, "market": Self.market])
         return store
     }
@@ -34,7 +34,7 @@ import TestSupport
     }
 
     /// One night: each source's single scope lists `records`, completely, then is swept.
-    func night(_ store: SQLiteSnapshotStore, _ lists: [String: [Catalog.Record]],
+    func night(_ store: SQLSnapshotStore, _ lists: [String: [Catalog.Record]],
                policy: RemovalPolicy = RemovalPolicy(afterMisses: 1, maxRatio: 1)) async throws -> (RunInfo, [String: RemovalResult]) {
         let run = try store.beginRun(job: "t", at: Date(), simulated: false)
         for source in lists.keys.sorted() {
@@ -51,7 +51,7 @@ import TestSupport
         return (run, removals)
     }
 
-    func rows(_ store: SQLiteSnapshotStore, _ entity: EntityKind = .podcast) throws -> [String: String] {
+    func rows(_ store: SQLSnapshotStore, _ entity: EntityKind = .podcast) throws -> [String: String] {
         var rows: [String: String] = [:]
         try store.forEachRecord(of: entity, columns: [], order: .insertion) { rows[$0.key] = $0.payload }
         return rows

@@ -79,7 +79,7 @@ import TestSupport
     @Test func aFirstLoadWritesExactlyWhatTheDiffWrites() async throws {
         var results: [String: [PageResult]] = [:]
         for (name, bulk) in [("diffed", false), ("loaded", true)] {
-            let store = try SQLiteSnapshotStore(path: path(name))
+            let store = try SQLSnapshotStore(path: path(name))
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
             if bulk { #expect(try store.beginBulkLoad()) }
             for page in pages(run) { results[name, default: []].append(try await store.apply(page)) }
@@ -102,7 +102,7 @@ import TestSupport
     /// is not all new builds it there and then, and a load killed before its
     /// end finds it built again when the store reopens.
     @Test func theEntitiesKeyIndexIsMissingOnlyWhileAFirstLoadHolds() async throws {
-        var store: SQLiteSnapshotStore? = try SQLiteSnapshotStore(path: path("killed"))
+        var store: SQLSnapshotStore? = try SQLSnapshotStore(path: path("killed"))
         let run = try store!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         #expect(try store!.beginBulkLoad())
         let pages = pages(run)
@@ -112,14 +112,14 @@ import TestSupport
         #expect(try indexExists("killed", "entities_by_key"), "a key met again ends the first-load path")
 
         store = nil
-        var other: SQLiteSnapshotStore? = try SQLiteSnapshotStore(path: path("killed-early"))
+        var other: SQLSnapshotStore? = try SQLSnapshotStore(path: path("killed-early"))
         let otherRun = try other!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         #expect(try other!.beginBulkLoad())
         _ = try await other!.apply(pages[0].with(runID: otherRun.id))
         #expect(try !indexExists("killed-early", "entities_by_key"))
         other = nil
         // Killed here: the next open builds the indexes again, and the store is no longer empty.
-        let reopened = try SQLiteSnapshotStore(path: path("killed-early"))
+        let reopened = try SQLSnapshotStore(path: path("killed-early"))
         #expect(try indexExists("killed-early", "entities_by_key"))
         #expect(try !reopened.beginBulkLoad())
         #expect(try read("killed-early") { try Int.fetchOne($0, sql: "SELECT count(*) FROM entities") } == 720)

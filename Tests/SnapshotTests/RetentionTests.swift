@@ -21,7 +21,7 @@ import TestSupport
 
     /// One finished night: `count` podcasts, the first `changing` of them (all by default) changed since the night before.
     @discardableResult
-    func night(_ store: SQLiteSnapshotStore, _ night: Int?, at date: Date = Date(), count: Int = 20, changing: Int? = nil,
+    func night(_ store: SQLSnapshotStore, _ night: Int?, at date: Date = Date(), count: Int = 20, changing: Int? = nil,
                notes: Int = 0, exportsOwed: Bool = false) async throws -> RunInfo {
         let run = try store.beginRun(job: "t", at: date, simulated: night != nil, night: night, resumeExports: false)
         let records = (1...count).map { podcast($0, night: night ?? 0, notes: notes, changing: $0 <= (changing ?? count)) }
@@ -32,14 +32,14 @@ import TestSupport
         return run
     }
 
-    func changeCount(_ store: SQLiteSnapshotStore, runID: Int64? = nil) throws -> Int {
+    func changeCount(_ store: SQLSnapshotStore, runID: Int64? = nil) throws -> Int {
         var count = 0
         try store.forEachChange(runID: runID, order: .insertion) { _ in count += 1 }
         return count
     }
 
     @Test func simulatedNightsKeepTheLastNDays() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         var runs: [RunInfo] = []
         for n in 1...10 { runs.append(try await night(store, n)) }
         let logged = try runs.map { try changeCount(store, runID: $0.id) }
@@ -61,7 +61,7 @@ import TestSupport
     }
 
     @Test func realRunsAgeByTheirStartTimes() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let day = 86_400.0
         var runs: [RunInfo] = []
         for n in 0..<6 { runs.append(try await night(store, nil, at: Date(timeIntervalSince1970: 1_000_000 + Double(n) * day))) }
@@ -72,7 +72,7 @@ import TestSupport
     }
 
     @Test func neverPrunesTheCurrentRunNorOneWhoseExportsAreOwed() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         // Night 1's crawl finished but its exports never did: a resume still needs it.
         let owed = try await night(store, 1, exportsOwed: true)
         for n in 2...6 { try await night(store, n) }
@@ -90,7 +90,7 @@ import TestSupport
     }
 
     @Test func prunedSpaceIsHandedBackThenIncrementally() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         var last = try await night(store, 1, count: 300, changing: 30, notes: 150)
         for n in 2...12 { last = try await night(store, n, count: 300, changing: 30, notes: 150) }
         let before = try fileFacts()

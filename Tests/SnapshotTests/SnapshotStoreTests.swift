@@ -22,7 +22,7 @@ import TestSupport
 
     /// Ends a scope the way the runner does: record its state, then sweep it.
     @discardableResult
-    func finish(_ store: SQLiteSnapshotStore, _ run: RunInfo, scope: String = "s", state: ScopeState = .complete,
+    func finish(_ store: SQLSnapshotStore, _ run: RunInfo, scope: String = "s", state: ScopeState = .complete,
                 policy: RemovalPolicy = .init()) throws -> RemovalResult {
         try store.finishScope(runID: run.id, source: "src", scope: scope, state: state, error: nil)
         return try store.sweepScope(runID: run.id, source: "src", scope: scope, removal: policy)
@@ -33,7 +33,7 @@ import TestSupport
     }
 
     @Test func firstRunAddsEverythingSecondIdenticalRunWritesNothing() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         let first = try await store.apply(page(run1, (1...50).map { podcast($0) }))
         #expect(first.added == 50)
@@ -50,7 +50,7 @@ import TestSupport
     }
 
     @Test func changedRecordsLogFieldLevelBeforeAndAfter() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1, name: "Old", count: 3), podcast(2)]))
         try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
@@ -67,7 +67,7 @@ import TestSupport
     }
 
     @Test func duplicatesWithinARunAreCountedOnce() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let run = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run, [podcast(1), podcast(2)], page: 0))
         let again = try await store.apply(page(run, [podcast(2), podcast(3)], page: 1))
@@ -85,7 +85,7 @@ import TestSupport
             [podcast(4, name: "Drifted"), podcast(5), podcast(5)],
             [podcast(6), podcast(1)],
         ]
-        func contents(_ store: SQLiteSnapshotStore, _ storePath: String) throws -> [String] {
+        func contents(_ store: SQLSnapshotStore, _ storePath: String) throws -> [String] {
             var configuration = Configuration()
             configuration.readonly = true
             return try DatabaseQueue(path: storePath, configuration: configuration).read { db in
@@ -97,7 +97,7 @@ import TestSupport
         var checkpoints: [ScopeCheckpoint?] = []
         for batched in [false, true] {
             let storePath = TestPaths.temporaryDirectory("snapshot-batch").appendingPathComponent("store.sqlite").path
-            let store = try SQLiteSnapshotStore(path: storePath)
+            let store = try SQLSnapshotStore(path: storePath)
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
             let inputs = pages.enumerated().map { page(run, $0.element, page: $0.offset) }
             if batched {
@@ -121,7 +121,7 @@ import TestSupport
 
     /// Invariant 2: removal only after `afterMisses` complete crawls missed the record.
     @Test func removalWaitsForConsecutiveMissesOfCompleteScopes() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 0.5)
         func night(_ keys: [Int], state: ScopeState = .complete) async throws -> RemovalResult {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
@@ -143,7 +143,7 @@ import TestSupport
     }
 
     @Test func aRecordThatComesBackResetsItsMisses() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 1)
         for keys in [[1, 2], [1], [1, 2], [1]] {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
@@ -157,7 +157,7 @@ import TestSupport
     /// A record that moved to another scope of the same source is not removed
     /// from its old scope, whatever order the scopes finish in.
     @Test func aRecordThatMovedScopesIsChangedNotRemoved() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1), podcast(2, name: "News")], scope: "news"))
@@ -178,7 +178,7 @@ import TestSupport
     }
 
     @Test func aScopeIsSweptOnlyOncePerRun() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 3, maxRatio: 1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1), podcast(2)]))
@@ -198,7 +198,7 @@ import TestSupport
     /// the records missed, of the swept scope only.
     @Test(arguments: [20, 12_000])
     func sweepsRemoveExactlyTheMissedRecordsOfTheirScope(missing: Int) async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let total = missing + 30
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         _ = try await store.apply(page(run1, (1...total).map { podcast($0) }, scope: "a"))
@@ -224,12 +224,12 @@ import TestSupport
     /// A first load runs without the key index and builds it at the end; a
     /// load killed in between finds it built again when the store reopens.
     @Test func aBulkLoadDropsTheKeyIndexOnlyOnAnEmptyStoreAndItAlwaysComesBack() async throws {
-        func keyIndexExists(_ store: SQLiteSnapshotStore) throws -> Bool {
+        func keyIndexExists(_ store: SQLSnapshotStore) throws -> Bool {
             try database().read { db in
                 try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'records_by_key')") ?? false
             }
         }
-        var store: SQLiteSnapshotStore? = try SQLiteSnapshotStore(path: path)
+        var store: SQLSnapshotStore? = try SQLSnapshotStore(path: path)
         let run = try store!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         #expect(try store!.beginBulkLoad())
         #expect(try !keyIndexExists(store!))
@@ -237,7 +237,7 @@ import TestSupport
         #expect(first.added == 30 && first.changed == 1, "a key met twice is rewritten by rowid, with no key index")
         // Killed here: the next open builds the index again.
         store = nil
-        let reopened = try SQLiteSnapshotStore(path: path)
+        let reopened = try SQLSnapshotStore(path: path)
         #expect(try keyIndexExists(reopened))
         #expect(try !reopened.beginBulkLoad(), "the store is no longer empty")
         #expect(try keyIndexExists(reopened))
@@ -245,7 +245,7 @@ import TestSupport
     }
 
     @Test func removalGuardRefusesToEmptyAScope() async throws {
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, (1...100).map { podcast($0) }))
@@ -260,13 +260,13 @@ import TestSupport
 
     @Test func anUnfinishedRunIsResumedWithWhatItHadSeen() async throws {
         do {
-            let store = try SQLiteSnapshotStore(path: path)
+            let store = try SQLSnapshotStore(path: path)
             let run = try store.beginRun(job: "t", at: Date(), simulated: true)
             #expect(run.night == 1)
             _ = try await store.apply(page(run, [podcast(1)], page: 0))
             // No finishRun: the process "died" here.
         }
-        let store = try SQLiteSnapshotStore(path: path)
+        let store = try SQLSnapshotStore(path: path)
         let resumed = try store.beginRun(job: "t", at: Date(), simulated: true)
         #expect(resumed.resumed)
         #expect(resumed.night == 1)
@@ -308,7 +308,7 @@ import TestSupport
 
     @Test func aReadOnlyOpenReadsWithoutWriting() async throws {
         do {
-            let store = try SQLiteSnapshotStore(path: path)
+            let store = try SQLSnapshotStore(path: path)
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
             _ = try await store.apply(PageInput(runID: run.id, source: "src", scope: "s", page: 0,
                                                 records: [Catalog.Record(entity: .podcast, key: "1", fields: ["trackName": .string("A")])]))
@@ -316,7 +316,7 @@ import TestSupport
         }
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         do {
-            let reader = try SQLiteSnapshotStore(path: path, readOnly: true)
+            let reader = try SQLSnapshotStore(path: path, readOnly: true)
             #expect(try reader.runs(limit: 5).map(\.status) == [.ok])
             #expect(try reader.recordCount(of: .podcast) == 1)
             #expect(throws: StoreSyncError.self) { try reader.beginRun(job: "t", at: Date(), simulated: false) }
@@ -334,12 +334,12 @@ import TestSupport
         }
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         do {
-            _ = try SQLiteSnapshotStore(path: path, readOnly: true)
+            _ = try SQLSnapshotStore(path: path, readOnly: true)
             Issue.record("an older store must be refused")
         } catch {
             #expect("\(error)".contains("schema is older than this storesync"), "\(error)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
-        #expect(throws: StoreSyncError.self) { try SQLiteSnapshotStore(path: directory.appendingPathComponent("none.sqlite").path, readOnly: true) }
+        #expect(throws: StoreSyncError.self) { try SQLSnapshotStore(path: directory.appendingPathComponent("none.sqlite").path, readOnly: true) }
     }
 }

@@ -166,7 +166,7 @@ final class CountingTransport: HTTPTransport {
         let changesCSV = URL(fileURLWithPath: job.outputDirectory).appendingPathComponent("changes.csv")
         let csvBefore = try Data(contentsOf: changesCSV)
         let storeBefore = try contents(job.storePath)
-        let runsBefore = try SQLiteSnapshotStore(path: job.storePath).runs().count
+        let runsBefore = try SQLSnapshotStore(path: job.storePath).runs().count
 
         let dry = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 2, dryRun: true))
         #expect(dry.dryRun)
@@ -175,7 +175,7 @@ final class CountingTransport: HTTPTransport {
         #expect(dry.fetch.requests > 0)
         #expect(dry.summaryText.contains("dry run"))
         #expect(try contents(job.storePath) == storeBefore)
-        #expect(try SQLiteSnapshotStore(path: job.storePath).runs().count == runsBefore)
+        #expect(try SQLSnapshotStore(path: job.storePath).runs().count == runsBefore)
         #expect(try Data(contentsOf: changesCSV) == csvBefore)
 
         let real = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 2))

@@ -73,7 +73,7 @@ final class ClockAdvancingTransport: HTTPTransport {
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out/report.json").path))
         #expect(stopped.fetch.requests >= 3 && stopped.fetch.requests <= 5, "stopped at the deadline: \(stopped.fetch.requests) requests")
         do {
-            let store = try SQLiteSnapshotStore(path: job.storePath)
+            let store = try SQLSnapshotStore(path: job.storePath)
             #expect(try store.runs(limit: 1).first?.status == .running, "left resumable")
             // No scope was marked failed as if the server broke.
             #expect(try store.scopeStates().allSatisfy { $0.state != .failed })
@@ -91,8 +91,8 @@ final class ClockAdvancingTransport: HTTPTransport {
         defer { try? FileManager.default.removeItem(at: twinDirectory) }
         let twin = try await Runner(job: try makeJob(twinDirectory), logger: .quiet).run()
         #expect(twin.outcome == .ok)
-        let resumedStore = try SQLiteSnapshotStore(path: try makeJob(directory).storePath)
-        let twinStore = try SQLiteSnapshotStore(path: try makeJob(twinDirectory).storePath)
+        let resumedStore = try SQLSnapshotStore(path: try makeJob(directory).storePath)
+        let twinStore = try SQLSnapshotStore(path: try makeJob(twinDirectory).storePath)
         for source in ["podcasts", "market"] {
             let mine = try resumedStore.records(source: source).map(\.identity).sorted { "\($0)" < "\($1)" }
             let theirs = try twinStore.records(source: source).map(\.identity).sorted { "\($0)" < "\($1)" }

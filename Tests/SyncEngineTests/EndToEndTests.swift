@@ -90,7 +90,7 @@ import TestSupport
         #expect(truth.added.count + truth.changed.count + truth.removed.count > 0, "the world must change overnight")
 
         // The change log names exactly the truth's keys.
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         let changes = try store.changes(runID: second.runID).filter { $0.source == "market" }
         #expect(Set(changes.filter { $0.op == "added" }.map(\.key)) == truth.added)
         #expect(Set(changes.filter { $0.op == "changed" }.map(\.key)) == truth.changed)
@@ -134,7 +134,7 @@ import TestSupport
         _ = try await Runner(job: job, logger: .quiet).run()
         let report = try await Runner(job: job, logger: .quiet).run()
         let out = URL(fileURLWithPath: job.outputDirectory)
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
 
         // CSV per entity: read back with an independent RFC 4180 parser.
         let listings = try store.records(source: "market").count

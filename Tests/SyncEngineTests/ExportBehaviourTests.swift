@@ -116,7 +116,7 @@ import TestSupport
         #expect(report.errors.contains { $0.message.hasPrefix(target.path + ": export failed") && $0.message.contains("left intact") },
                 "\(report.errors)")
         #expect(!report.errors.contains { $0.message.contains("FeedExportSpec") }, "\(report.errors)")
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         #expect(try store.run(report.runID)?.status == .failed)
         let json = try JSONParser.parse(Array(try Data(contentsOf: out.appendingPathComponent("report.json"))))
         #expect(json["status"] == .string("failed"))

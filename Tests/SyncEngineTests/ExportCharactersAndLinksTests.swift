@@ -133,7 +133,7 @@ import TestSupport
         }
 
         // The snapshot keeps the values exactly as sent.
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         let p1 = try #require(try store.records(source: "pods").first { $0.key == "p1" })
         #expect(try p1.fields()["name"] == .string("Evil \(Self.bad)"))
 

@@ -116,7 +116,7 @@ import TestSupport
     /// The stored records of both sources equal the truth of `world` on `night`:
     /// the same keys, and the served values of fields no normalisation touches.
     func expectTruth(_ directory: URL, world: World, night: Int, _ label: String) throws {
-        let store = try SQLiteSnapshotStore(path: job(directory, baseURL: URL(fileURLWithPath: "/")).storePath)
+        let store = try SQLSnapshotStore(path: job(directory, baseURL: URL(fileURLWithPath: "/")).storePath)
         let market = try store.records(source: "market")
         #expect(Set(market.map(\.key)) == world.aliveKeys(entity: "listing", night: night), "\(label): listings")
         let podcasts = try store.records(source: "podcasts")
@@ -164,7 +164,7 @@ import TestSupport
     /// True when some stored record shows the content fault, so the crawl and
     /// the exports really met it.
     func contentFaultIsStored(_ fault: String, _ directory: URL) throws -> Bool {
-        let store = try SQLiteSnapshotStore(path: job(directory, baseURL: URL(fileURLWithPath: "/")).storePath)
+        let store = try SQLSnapshotStore(path: job(directory, baseURL: URL(fileURLWithPath: "/")).storePath)
         var texts: [String] = []
         for record in try store.records() {
             for value in try record.fields().values { if let text = value.stringValue { texts.append(text) } }
@@ -206,7 +206,7 @@ import TestSupport
                 let drift = report.sources.reduce(0) { $0 + $1.drift }
                 #expect(drift > 0, "\(fault): no drift reported")
                 #expect(report.summaryText.contains("drift:"))
-                let stored = try SQLiteSnapshotStore(path: job(directory, baseURL: base).storePath).sourceCounts(runID: report.runID)
+                let stored = try SQLSnapshotStore(path: job(directory, baseURL: base).storePath).sourceCounts(runID: report.runID)
                 #expect(stored.reduce(0) { $0 + $1.drift } == drift)
             }
             let isContent = FaultPlan.documentation.first { $0.name == fault }?.description.hasPrefix("[content]") == true

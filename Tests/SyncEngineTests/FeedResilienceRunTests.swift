@@ -56,7 +56,7 @@ import TestSupport
         #expect(first.outcome == .ok, "\(first.errors) \(first.warnings)")
         #expect(!first.summaryText.contains("circuit breaker"))
 
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         let records = try store.records(source: "episodes")
         let feedKeys = Set(records.filter { $0.entity == .podcast }.map(\.key))
         #expect(feedKeys.count == 30)
@@ -124,7 +124,7 @@ import TestSupport
 
         let report = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 1))
         let episodes = try #require(report.sources.first { $0.name == "episodes" })
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         let states = try store.scopeStates().filter { $0.source == "episodes" }
         #expect(states.count == 20)
         var dead = 0

@@ -51,7 +51,7 @@ final class FaultInjectingTransport: HTTPTransport {
         let job = try job()
         let first = try await Runner(job: job, logger: .quiet).run()
         #expect(first.outcome == .ok)
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         let podcastsBefore = try store.records(source: "podcasts").count
 
         let transport = FaultInjectingTransport { $0.path == "/search" && $0.query?.contains("offset=40") == true }
@@ -90,7 +90,7 @@ final class FaultInjectingTransport: HTTPTransport {
               - { name: details, kind: itunes-lookup, from: podcasts }
               - { name: market, kind: marketplace, itemsPerPage: 50, detail: true }
             """, file: "follow.yml", baseDirectory: directory.path)
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         func detailKeys() throws -> Set<String> {
             Set(try store.records(source: "market").filter { $0.entity == .listingDetail }.map(\.key))
         }

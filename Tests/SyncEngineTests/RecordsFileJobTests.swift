@@ -116,7 +116,7 @@ import TestSupport
         let first = try await Runner(job: job, logger: .quiet).run()
         #expect(first.outcome == .ok, "\(first.errors)")
         #expect(first.recordRowsWritten == 200)
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         let night1 = try store.records(source: "shop")
         #expect(try night1.first { $0.key == "7" }?.fields() == ["id": .int(7), "name": .string("Café 7"), "price": .double(7.5)])
 
@@ -171,7 +171,7 @@ import TestSupport
         let typed = try await Runner(job: declared, logger: .quiet).run()
         #expect(typed.outcome == .ok, "\(typed.errors)")
         #expect(typed.sources[0].counts.changed == 30)
-        let stored = try SQLiteSnapshotStore(path: declared.storePath).records(source: "places")
+        let stored = try SQLSnapshotStore(path: declared.storePath).records(source: "places")
         #expect(try stored.first { $0.key == "3" }?.fields() == ["id": .int(3), "zip": .string("10003")])
         #expect(try await Runner(job: declared, logger: .quiet).run().sources[0].unchangedPages == 3)
     }

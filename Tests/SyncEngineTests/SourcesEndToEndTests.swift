@@ -29,7 +29,7 @@ import TestSupport
             """, file: "dependent.yml", baseDirectory: directory.path)
         let first = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 1))
         #expect(first.outcome == .ok, "\(first.errors) \(first.warnings)")
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         let podcasts = try store.records(source: "podcasts")
         let world = World(config: Self.world)
 
@@ -113,11 +113,11 @@ import TestSupport
         #expect(third.recordRowsWritten == 5)
         // Unchanged pages are recognised by their bytes and not decoded again.
         #expect(third.sources[0].unchangedPages == third.sources[0].counts.pages)
-        let stored = try SQLiteSnapshotStore(path: job.storePath).records(source: "catalog")
+        let stored = try SQLSnapshotStore(path: job.storePath).records(source: "catalog")
         let expected = Set(rows.map { String($0.id) })
         #expect(Set(stored.map(\.key)).symmetricDifference(expected).isEmpty)
         #expect(stored.count == expected.count)
-        #expect(try SQLiteSnapshotStore(path: job.storePath).changes(runID: third.runID).allSatisfy { $0.op == "removed" })
+        #expect(try SQLSnapshotStore(path: job.storePath).changes(runID: third.runID).allSatisfy { $0.op == "removed" })
     }
 
     /// Night 2 applied with rows passed over by their bytes must store what a
@@ -154,8 +154,8 @@ import TestSupport
 
         let fresh = try job("fresh.sqlite")
         _ = try await Runner(job: fresh, logger: .quiet).run()
-        let incremental = try SQLiteSnapshotStore(path: nightly.storePath).records(source: "catalog")
-        let full = try SQLiteSnapshotStore(path: fresh.storePath).records(source: "catalog")
+        let incremental = try SQLSnapshotStore(path: nightly.storePath).records(source: "catalog")
+        let full = try SQLSnapshotStore(path: fresh.storePath).records(source: "catalog")
         #expect(incremental.count == full.count)
         #expect(incremental.map(\.key) == full.map(\.key))
         #expect(zip(incremental, full).allSatisfy { $0.payload == $1.payload && $0.hash == $1.hash })

@@ -199,7 +199,7 @@ import TestSupport
         #expect(resumed.recordRowsWritten == uninterrupted.recordRowsWritten)
         // What monitoring reads agrees too: the stored run and the report file.
         for job in [reference, killed] {
-            let stored = try #require(try SQLiteSnapshotStore(path: job.storePath, readOnly: true).run(resumed.runID))
+            let stored = try #require(try SQLSnapshotStore(path: job.storePath, readOnly: true).run(resumed.runID))
             #expect(stored.status == .partial)
             #expect(same(stored.totals.warnings, in: job) == same(uninterrupted.warnings, in: reference))
         }

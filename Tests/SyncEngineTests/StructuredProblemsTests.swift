@@ -93,7 +93,7 @@ final class TimingOutTransport: HTTPTransport {
         #expect(refused.message.contains("would be removed"), "\(refused.message)")
 
         // `status` reads the scope's error with the same structure.
-        let store = try SQLiteSnapshotStore(path: job.storePath, readOnly: true)
+        let store = try SQLSnapshotStore(path: job.storePath, readOnly: true)
         let scope = try #require(try store.scopeStates().first { $0.source == "podcasts" && $0.scope == Self.newsScope })
         #expect(scope.error == failed)
         let status = try JSONParser.parse(MachineOutput.statusJSON(try JobStatus.load(job: job)))
@@ -143,7 +143,7 @@ final class TimingOutTransport: HTTPTransport {
         let report = try reportJSON()
         #expect(Self.problems(report, "errors") == [RunProblem(code: "unknown", message: "an old error")])
         #expect(Self.problems(report, "warnings") == [RunProblem(code: "unknown", message: "an old warning")])
-        let store = try SQLiteSnapshotStore(path: job.storePath, readOnly: true)
+        let store = try SQLSnapshotStore(path: job.storePath, readOnly: true)
         let scope = try #require(try store.scopeStates().first { $0.source == "podcasts" })
         #expect(scope.error == RunProblem(code: "unknown", source: "podcasts", scope: scope.scope, message: "an old scope error"))
     }

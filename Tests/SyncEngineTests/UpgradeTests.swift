@@ -43,7 +43,7 @@ import TestSupport
         #expect(before.runs.count == 3)
         #expect(before.records.count > 500)
 
-        let store = try SQLiteSnapshotStore(path: job.storePath)
+        let store = try SQLSnapshotStore(path: job.storePath)
         try store.prepareEntities(job.sourceMappings)
         let after = try stored(job.storePath)
         #expect(after == before, "every record, change and run is kept as it was")
@@ -71,7 +71,7 @@ import TestSupport
         let report = try await Runner(job: job, logger: .quiet).run()
         #expect(report.outcome == .ok, "\(report.warnings) \(report.errors)")
         #expect(report.night == 4)
-        let store = try SQLiteSnapshotStore(path: job.storePath, readOnly: true)
+        let store = try SQLSnapshotStore(path: job.storePath, readOnly: true)
         #expect(try store.runs(limit: 10).count == 4)
         // The chart entries stored by rank slot make way for entries keyed by item, at once.
         var keys: [String] = []

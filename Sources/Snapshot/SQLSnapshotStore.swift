@@ -8,16 +8,29 @@ import Darwin
 import GRDB
 import Synchronization
 
-/// The embedded ``SnapshotStore``: one SQLite file in WAL mode, through GRDB.
+/// The ``SnapshotStore`` over SQL tables: one SQLite file in WAL mode
+/// (GRDB), the embedded default, or one PostgreSQL database shared by a
+/// fleet of workers. The logic is written once, over ``SQLSession``; only
+/// SQLite's bulk paths (a first load, the digest read, the exports' streamed
+/// reads) reach past it.
 ///
-/// Its tables, SQL and SQLite types (rowids, hashes stored as signed
+/// Its tables, SQL and column types (rowids, hashes stored as signed
 /// integers) stay in this target; everything else reads and writes it
 /// through the protocol.
-package final class SQLiteSnapshotStore: SnapshotStore {
-    /// The database file.
+package final class SQLSnapshotStore: SnapshotStore {
+    /// The database file, or the PostgreSQL URL without its password: names the store in messages.
     package let path: String
-    /// A pool (WAL: readers beside the one writer), or a read-only queue.
-    let pool: any DatabaseWriter
+    /// Where the tables are: SQLite's pool or a PostgreSQL database.
+    let engine: any SQLEngine
+    /// SQLite's pool (WAL: readers beside the one writer) or read-only queue;
+    /// nil on PostgreSQL.
+    let sqlite: (any DatabaseWriter)?
+    /// The SQLite pool, for the paths only SQLite has; reaching it on
+    /// PostgreSQL is a bug of the caller.
+    var pool: any DatabaseWriter {
+        guard let sqlite else { preconditionFailure("a SQLite-only path was taken on \(path)") }
+        return sqlite
+    }
     /// Keys seen in the current run, per source: dedup within a run and the
     /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
     let seen = Mutex<[String: Set<RecordIdentity>]>([:])
@@ -29,6 +42,9 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
     /// How each source of the run maps into the canonical model (``prepareEntities(_:)``).
     let mappings = Mutex<[String: SourceMapping]>([:])
+    /// On PostgreSQL, the SQLite copy the streamed export reads go through,
+    /// with the engine's write count it was taken at (``exportMirror()``).
+    let mirror = Mutex<(writes: Int, store: SQLSnapshotStore, discard: @Sendable () -> Void)?>(nil)
     /// Set while a first load into the empty store runs (``beginBulkLoad()``).
     let firstLoad = Mutex<FirstLoadState?>(nil)
     /// The store's first run: its added entities log no values (the entities
@@ -56,9 +72,12 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     package init(path: String, readOnly: Bool) throws(StoreSyncError) {
         self.path = path
         guard !readOnly else {
-            pool = try Self.openReadOnly(path)
+            let queue = try Self.openReadOnly(path)
+            sqlite = queue
+            engine = SQLiteEngine(pool: queue)
             return
         }
+        let pool: DatabasePool
         do {
             try FileManager.default.createDirectory(
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
@@ -86,6 +105,36 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         } catch {
             throw .storage(path: path, reason: "cannot open: \(error)")
         }
+        sqlite = pool
+        engine = SQLiteEngine(pool: pool)
+    }
+
+    deinit {
+        mirror.withLock { $0?.discard() }
+    }
+
+    /// The store the streamed reads of exports run on: this one on SQLite; on
+    /// PostgreSQL a SQLite copy of it, taken in one consistent read and taken
+    /// again once anything was written since. An export reads the store after
+    /// its crawl, so a night copies it once: byte-identical exports from either
+    /// engine by construction, for one pass over the tables.
+    func exportMirror() throws -> SQLSnapshotStore {
+        guard sqlite == nil, let postgres = engine as? PostgresEngine else { return self }
+        let writes = postgres.writes
+        if let current = mirror.withLock({ $0 }), current.writes == writes { return current.store }
+        let (copy, discard) = try sqliteCopy()
+        mirror.withLock { previous in
+            previous?.discard()
+            previous = (writes, copy, discard)
+        }
+        return copy
+    }
+
+    /// A store over `engine`'s tables, which the caller has brought up to date.
+    init(name: String, engine: any SQLEngine) {
+        path = name
+        self.engine = engine
+        sqlite = nil
     }
 
     private static func openReadOnly(_ path: String) throws(StoreSyncError) -> DatabaseQueue {
@@ -138,6 +187,13 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         return "file:\(encoded)?mode=ro&immutable=1"
     }
 
+    /// Sets one `store_meta` entry.
+    static func setMeta(_ db: any SQLSession, _ name: String, _ value: String) throws {
+        try db.execute("""
+            INSERT INTO store_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value
+            """, [name, value])
+    }
+
     func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
         do {
             return try body()
@@ -161,26 +217,26 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     package func beginRun(job: String, at date: Date, simulated: Bool, night requestedNight: Int? = nil,
                          resumeExports: Bool = true) throws(StoreSyncError) -> RunInfo {
         let info: RunInfo = try wrap {
-            try pool.write { db in
-                let last = try Row.fetchOne(db, sql: "SELECT id, night, status, crawl_status, exported, started_at FROM runs ORDER BY id DESC LIMIT 1")
+            try engine.write { db in
+                let last = try db.row("SELECT id, night, status, crawl_status, exported, started_at FROM runs ORDER BY id DESC LIMIT 1")
                 let sameNight = requestedNight == nil || requestedNight == last?["night"]
                 if let last, last["status"] as String == RunStatus.running.rawValue, sameNight {
                     let id: Int64 = last["id"]
-                    try db.execute(sql: "UPDATE runs SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
+                    try db.execute("UPDATE runs SET attempts = attempts + 1 WHERE id = ?", [id])
                     return RunInfo(id: id, night: last["night"], resumed: true,
                                    startedAt: Date(timeIntervalSince1970: last["started_at"]))
                 }
                 if resumeExports, let last, last["exported"] as Int == 0, sameNight {
                     let id: Int64 = last["id"]
-                    try db.execute(sql: "UPDATE runs SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
+                    try db.execute("UPDATE runs SET attempts = attempts + 1 WHERE id = ?", [id])
                     let crawl = (last["crawl_status"] as String?).flatMap(RunStatus.init(rawValue:)) ?? .failed
                     return RunInfo(id: id, night: last["night"], resumed: true,
                                    startedAt: Date(timeIntervalSince1970: last["started_at"]), exportOnly: true, crawlStatus: crawl)
                 }
                 if let last, last["status"] as String == RunStatus.running.rawValue {
                     // A different night was asked for: the unfinished run is abandoned.
-                    try db.execute(sql: "UPDATE runs SET status = 'failed', message = 'abandoned: a later run asked for another night' WHERE id = ?",
-                                   arguments: [last["id"] as Int64])
+                    try db.execute("UPDATE runs SET status = 'failed', message = 'abandoned: a later run asked for another night' WHERE id = ?",
+                                   [last["id"] as Int64])
                 }
                 var night: Int? = requestedNight
                 if night == nil, simulated {
@@ -188,21 +244,19 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                     let lastCrawl: String? = last?["crawl_status"] ?? last?["status"]
                     night = lastCrawl == RunStatus.failed.rawValue ? (lastNight ?? 1) : (lastNight ?? 0) + 1
                 }
-                try db.execute(sql: "INSERT INTO runs (job, night, started_at, status, exported) VALUES (?, ?, ?, 'running', 0)",
-                               arguments: [job, night, date.timeIntervalSince1970])
-                let id = db.lastInsertedRowID
+                let id = try db.insert("INSERT INTO runs (job, night, started_at, status, exported) VALUES (?, ?, ?, 'running', 0)",
+                                       [job, night, date.timeIntervalSince1970], returning: "id")
                 if last == nil {
                     // A new store's first run is its baseline: everything it finds was
                     // there before, not news, so the new-items feeds leave it out.
                     // Kept by name, since retention may prune the run itself.
-                    try db.execute(sql: "INSERT OR REPLACE INTO store_meta (name, value) VALUES (?, ?)",
-                                   arguments: [Self.baselineRunKey, String(id)])
+                    try Self.setMeta(db, Self.baselineRunKey, String(id))
                 }
                 return RunInfo(id: id, night: night, resumed: false, startedAt: date)
             }
         }
         try loadSeen(runID: info.id)
-        let first = try wrap { try pool.read { db in try Int64.fetchOne(db, sql: "SELECT min(id) FROM runs") } }
+        let first = try wrap { try engine.read { db in try db.value(as: Int64.self, "SELECT min(id) FROM runs") } }
         baselineRun.withLock { $0 = first }
         return info
     }
@@ -210,11 +264,11 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// The memo of a page's last stored answer, if any.
     package func pageMemo(source: String, scope: String, page: Int) throws(StoreSyncError) -> PageMemo? {
         try wrap {
-            try pool.read { db in
-                guard let row = try Row.fetchOne(db, sql: """
+            try engine.read { db in
+                guard let row = try db.row("""
                     SELECT url, etag, last_modified, body_hash, row_count, has_next, keys FROM page_memos
                     WHERE source = ? AND scope = ? AND page = ?
-                    """, arguments: [source, scope, page]) else { return nil }
+                    """, [source, scope, page]) else { return nil }
                 var memo = PageMemo(url: row["url"], etag: row["etag"], lastModified: row["last_modified"],
                                     bodyHash: ContentHash(sqliteValue: row["body_hash"]), rowCount: row["row_count"],
                                     hasNext: row["has_next"])
@@ -233,8 +287,8 @@ package final class SQLiteSnapshotStore: SnapshotStore {
 
     private func loadSeen(runID: Int64) throws(StoreSyncError) {
         let pages = try wrap {
-            try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT source, keys FROM run_pages WHERE run_id = ?", arguments: [runID])
+            try engine.read { db in
+                try db.rows("SELECT source, keys FROM run_pages WHERE run_id = ?", [runID])
                     .map { ($0["source"] as String, $0["keys"] as String) }
             }
         }
@@ -252,11 +306,11 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// Records the run's request counters, duration and messages for reports.
     package func recordTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError) {
         try wrap {
-            try pool.write { db in
-                try db.execute(sql: """
+            try engine.write { db in
+                try db.execute("""
                     UPDATE runs SET requests = ?, retries = ?, throttled = ?, not_modified = ?, failures = ?,
                         seconds = ?, warnings = ?, errors = ? WHERE id = ?
-                    """, arguments: [totals.requests.requests, totals.requests.retries, totals.requests.throttled, totals.requests.notModified, totals.requests.failures,
+                    """, [totals.requests.requests, totals.requests.retries, totals.requests.throttled, totals.requests.notModified, totals.requests.failures,
                                      totals.seconds, Self.jsonList(totals.warnings.map(\.json)), Self.jsonList(totals.errors.map(\.json)), runID])
             }
         }
@@ -276,12 +330,12 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     package func finishRun(_ runID: Int64, status: RunStatus, message: String?, at date: Date,
                           exportsFollow: Bool) throws(StoreSyncError) {
         try wrap {
-            try pool.write { db in
-                try db.execute(sql: "UPDATE runs SET status = ?, crawl_status = ?, message = ?, finished_at = ?, exported = ? WHERE id = ?",
-                               arguments: [status.rawValue, status.rawValue, message, date.timeIntervalSince1970,
+            try engine.write { db in
+                try db.execute("UPDATE runs SET status = ?, crawl_status = ?, message = ?, finished_at = ?, exported = ? WHERE id = ?",
+                               [status.rawValue, status.rawValue, message, date.timeIntervalSince1970,
                                            exportsFollow ? 0 : 1, runID])
                 // The page key lists only serve a resume of this run.
-                try db.execute(sql: "DELETE FROM run_pages WHERE run_id <= ?", arguments: [runID])
+                try db.execute("DELETE FROM run_pages WHERE run_id <= ?", [runID])
             }
         }
         seen.withLock { $0 = [:] }
@@ -291,16 +345,16 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// An export failed: the run says so, and the next start retries the exports (not the crawl).
     package func markExportFailed(_ runID: Int64, message: String) throws(StoreSyncError) {
         try wrap {
-            try pool.write { db in
-                try db.execute(sql: "UPDATE runs SET status = 'failed', message = ? WHERE id = ?", arguments: [message, runID])
+            try engine.write { db in
+                try db.execute("UPDATE runs SET status = 'failed', message = ? WHERE id = ?", [message, runID])
             }
         }
     }
 
     package func markInterrupted(_ runID: Int64, message: String) throws(StoreSyncError) {
         try wrap {
-            try pool.write { db in
-                try db.execute(sql: "UPDATE runs SET message = ? WHERE id = ? AND status = 'running'", arguments: [message, runID])
+            try engine.write { db in
+                try db.execute("UPDATE runs SET message = ? WHERE id = ? AND status = 'running'", [message, runID])
             }
         }
     }
@@ -308,9 +362,9 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// Every export of the run is written: the run is done, with its crawl's verdict as its status.
     package func markExported(_ runID: Int64, message: String?, status: RunStatus? = nil) throws(StoreSyncError) {
         try wrap {
-            try pool.write { db in
-                try db.execute(sql: "UPDATE runs SET exported = 1, status = COALESCE(?, crawl_status, status), message = ? WHERE id = ?",
-                               arguments: [status?.rawValue, message, runID])
+            try engine.write { db in
+                try db.execute("UPDATE runs SET exported = 1, status = COALESCE(?, crawl_status, status), message = ? WHERE id = ?",
+                               [status?.rawValue, message, runID])
             }
         }
     }
@@ -318,9 +372,9 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// The scope's checkpoint within `runID`, or nil if this run has not touched it.
     package func checkpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
         try wrap {
-            try pool.read { db in
-                try Row.fetchOne(db, sql: "SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
-                                 arguments: [source, scope, runID])
+            try engine.read { db in
+                try db.row("SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
+                                 [source, scope, runID])
                     .map { ScopeCheckpoint(state: ScopeState(rawValue: $0["state"]) ?? .failed, nextPage: $0["next_page"]) }
             }
         }
@@ -329,7 +383,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     // MARK: Pages
 
     /// The digest index of `source`, read within `db` the first time.
-    func digestIndex(_ db: Database, source: String) throws -> DigestIndex {
+    func digestIndex(_ db: any SQLSession, source: String) throws -> DigestIndex {
         if let index = digestIndexes.withLock({ $0[source] }) { return index }
         let index = try DigestIndex.load(db, source: source)
         digestIndexes.withLock { $0[source] = index }
@@ -344,7 +398,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// What the store holds of `source`'s rows, for a decoder to recognise
     /// unchanged rows by their bytes. Safe to use while pages are applied.
     package func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
-        let index = try wrap { try pool.read { db in try digestIndex(db, source: source) } }
+        let index = try wrap { try engine.read { db in try digestIndex(db, source: source) } }
         return StoredRowMemory(index: index)
     }
 
@@ -379,18 +433,24 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         }
         let pages = Array(pages.dropFirst(loaded.count))
         guard !pages.isEmpty else { return loaded }
-        var prepared: [@Sendable (Database, inout [RecordIdentity: StoredDigest]) throws -> PageResult] = []
+        var prepared: [@Sendable (any SQLSession, inout [RecordIdentity: StoredDigest]) throws -> PageResult] = []
         for page in pages { prepared.append(try prepare(page)) }
         let steps = prepared
         let results: [PageResult]
         let written: [RecordIdentity: StoredDigest]
+        @Sendable func transaction(_ db: any SQLSession) throws -> ([PageResult], [RecordIdentity: StoredDigest]) {
+            // Within the batch, a later row with the key of an earlier one compares against what that row wrote.
+            var written: [RecordIdentity: StoredDigest] = [:]
+            var results: [PageResult] = []
+            for step in steps { results.append(try step(db, &written)) }
+            return (results, written)
+        }
         do {
-            (results, written) = try await pool.write { db in
-                // Within the batch, a later row with the key of an earlier one compares against what that row wrote.
-                var written: [RecordIdentity: StoredDigest] = [:]
-                var results: [PageResult] = []
-                for step in steps { results.append(try step(db, &written)) }
-                return (results, written)
+            if let sqlite {
+                // GRDB's own writer queue: the wait is not on a thread of the cooperative pool.
+                (results, written) = try await sqlite.write { db in try transaction(GRDBSession(db: db)) }
+            } else {
+                (results, written) = try engine.write(transaction)
             }
         } catch {
             let what = pages.count == 1 ? "page \(pages[0].page)" : "pages \(pages[0].page)–\(pages[pages.count - 1].page)"
@@ -405,7 +465,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
     /// seen, mapping the records it will write), and the step that writes the
     /// page within it.
     private func prepare(_ page: PageInput) throws(StoreSyncError)
-        -> @Sendable (Database, inout [RecordIdentity: StoredDigest]) throws -> PageResult {
+        -> @Sendable (any SQLSession, inout [RecordIdentity: StoredDigest]) throws -> PageResult {
         // Dedup against what this run already saw; content that differs from a
         // sighting earlier in the run (drift) still goes through as a change.
         // The page's keys are marked seen here, one probe each: a key met
@@ -426,7 +486,7 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         let logAddedValues = baselineRun.withLock { $0 } != page.runID
         // Records the diff will write are parsed and mapped before the write
         // transaction, on every core: the single writer only writes.
-        let preStored = try wrap { try pool.read { db in try digestIndex(db, source: page.source) } }
+        let preStored = try wrap { try engine.read { db in try digestIndex(db, source: page.source) } }
             .lookup(records.lazy.map(\.identity))
         let mapped: [MappedRecord?] = ParallelChunks.map(records.count) { range in
             range.map { position -> MappedRecord? in
@@ -437,13 +497,12 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         return { [self] db, written in
             var result = PageResult()
             let index = try digestIndex(db, source: page.source)
-            let insert = RawStatement(try db.cachedStatement(sql: """
+            let insertSQL = """
                 INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """))
-            let update = try db.cachedStatement(sql: """
-                UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
-                """)
+                """
+            // SQLite's insert goes through its C API (``RawStatement``): an added record's cost is mostly this.
+            let sqliteInsert = try (db as? GRDBSession).map { RawStatement(try $0.db.cachedStatement(sql: insertSQL)) }
             let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership)
             var registry: FieldRegistryWriter?
             func merge(_ record: Catalog.Record, _ position: Int) throws {
@@ -467,18 +526,23 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                 let entity = record.entity.rawValue
                 var digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue, rowid: 0)
                 guard let current = written[record.identity] ?? storedDigest else {
-                    insert.bind(1, page.source)
-                    insert.bind(2, entity)
-                    insert.bind(3, record.key)
-                    insert.bind(4, page.scope)
-                    insert.bind(5, digest.hash)
-                    insert.bind(6, record.payload)
-                    insert.bind(7, page.runID)
-                    insert.bind(8, page.runID)
-                    insert.bind(9, digest.rawHash)
-                    try insert.execute(db)
-                    result.recordRowsWritten += db.changesCount
-                    digest.rowid = db.lastInsertedRowID
+                    if let insert = sqliteInsert, let grdb = (db as? GRDBSession)?.db {
+                        insert.bind(1, page.source)
+                        insert.bind(2, entity)
+                        insert.bind(3, record.key)
+                        insert.bind(4, page.scope)
+                        insert.bind(5, digest.hash)
+                        insert.bind(6, record.payload)
+                        insert.bind(7, page.runID)
+                        insert.bind(8, page.runID)
+                        insert.bind(9, digest.rawHash)
+                        try insert.execute(grdb)
+                        digest.rowid = grdb.lastInsertedRowID
+                    } else {
+                        digest.rowid = try db.insert(insertSQL, [page.source, entity, record.key, page.scope, digest.hash, record.payload,
+                                                                 page.runID, page.runID, digest.rawHash], returning: "rowid")
+                    }
+                    result.recordRowsWritten += 1
                     try merge(record, position)
                     written[record.identity] = digest
                     result.added += 1
@@ -489,9 +553,9 @@ package final class SQLiteSnapshotStore: SnapshotStore {
                     continue
                 }
                 digest.rowid = current.rowid
-                try update.execute(arguments: [digest.hash, record.payload, page.scope, page.runID, digest.rawHash,
-                                               current.rowid])
-                result.recordRowsWritten += db.changesCount
+                result.recordRowsWritten += try db.execute("""
+                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
+                    """, [digest.hash, record.payload, page.scope, page.runID, digest.rawHash, current.rowid])
                 written[record.identity] = digest
                 try merge(record, position)
                 result.changed += 1
@@ -510,28 +574,28 @@ package final class SQLiteSnapshotStore: SnapshotStore {
         }
     }
 
-    static func addCounts(_ db: Database, runID: Int64, source: String, pages: Int = 0, requests: Int = 0,
+    static func addCounts(_ db: any SQLSession, runID: Int64, source: String, pages: Int = 0, requests: Int = 0,
                           added: Int = 0, changed: Int = 0, unchanged: Int = 0, removed: Int = 0,
                           skipped: Int = 0, seconds: Double = 0, recordWrites: Int = 0) throws {
-        try db.execute(sql: """
+        try db.execute("""
             INSERT INTO run_sources (run_id, source, pages, requests, added, changed, unchanged, removed, skipped, seconds)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (run_id, source) DO UPDATE SET
-                pages = pages + excluded.pages, requests = requests + excluded.requests,
-                added = added + excluded.added, changed = changed + excluded.changed,
-                unchanged = unchanged + excluded.unchanged, removed = removed + excluded.removed,
-                skipped = skipped + excluded.skipped, seconds = seconds + excluded.seconds
-            """, arguments: [runID, source, pages, requests, added, changed, unchanged, removed, skipped, seconds])
+                pages = run_sources.pages + excluded.pages, requests = run_sources.requests + excluded.requests,
+                added = run_sources.added + excluded.added, changed = run_sources.changed + excluded.changed,
+                unchanged = run_sources.unchanged + excluded.unchanged, removed = run_sources.removed + excluded.removed,
+                skipped = run_sources.skipped + excluded.skipped, seconds = run_sources.seconds + excluded.seconds
+            """, [runID, source, pages, requests, added, changed, unchanged, removed, skipped, seconds])
         if recordWrites > 0 {
-            try db.execute(sql: "UPDATE run_sources SET record_writes = record_writes + ? WHERE run_id = ? AND source = ?",
-                           arguments: [recordWrites, runID, source])
+            try db.execute("UPDATE run_sources SET record_writes = record_writes + ? WHERE run_id = ? AND source = ?",
+                           [recordWrites, runID, source])
         }
     }
 
     /// Adds time and requests spent outside pages (e.g. a failed page) to a source's counters.
     package func addSourceTime(runID: Int64, source: String, requests: Int, seconds: Double) throws(StoreSyncError) {
         try wrap {
-            try pool.write { db in
+            try engine.write { db in
                 try Self.addCounts(db, runID: runID, source: source, requests: requests, seconds: seconds)
             }
         }

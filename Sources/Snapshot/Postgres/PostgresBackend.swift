@@ -1,0 +1,153 @@
+import Catalog
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A snapshot in one PostgreSQL database (`store: postgres://…`): the store
+/// a fleet of workers shares. The tables and their semantics are SQLite's
+/// (``SQLSnapshotStore`` runs the same logic over both); the run lock is an
+/// advisory lock held by a connection, so it is released by the server when
+/// its holder dies, however it dies.
+public struct PostgresBackend: StoreBackend {
+    /// Where `${VAR}` in a URL and `PGPASSWORD` are read.
+    let environment: [String: String]
+    let logger: Logger
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment,
+                logger: Logger = Logger(label: "storesync.postgres")) {
+        self.environment = environment
+        self.logger = logger
+    }
+
+    /// The advisory lock that is the run lock (Invariant 5): one key for the database.
+    static let runLockKey: Int64 = 0x5354_4f52_4553_524c  // "STORESRL"
+
+    func location(_ url: String) throws(StoreSyncError) -> PostgresLocation {
+        try PostgresLocation.parse(url, environment: environment)
+    }
+
+    func engine(_ location: PostgresLocation) throws(StoreSyncError) -> PostgresEngine {
+        do {
+            return try PostgresEngine(name: location.redacted, logger: logger) { () throws(StoreSyncError) in
+                try location.connect(logger: logger)
+            }
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .storage(path: location.redacted, reason: "\(error)")
+        }
+    }
+
+    public func lock(_ url: String) throws(StoreSyncError) -> any Sendable {
+        let location = try location(url)
+        let connection = try location.connect(logger: logger)
+        let taken: Bool
+        do {
+            let session = PostgresSession(connection: connection, logger: logger)
+            taken = try session.value(as: Bool.self, "SELECT pg_try_advisory_lock(?)", [Self.runLockKey]) ?? false
+        } catch {
+            try? connection.close().wait()
+            throw .storage(path: location.redacted, reason: "cannot take the run lock: \(error)")
+        }
+        guard taken else {
+            try? connection.close().wait()
+            throw .locked(store: location.redacted, holder: lockHolder(url) ?? "another storesync")
+        }
+        return PostgresRunLock(connection: connection)
+    }
+
+    /// The holder's client address, application name and start, from the
+    /// server's own view of who holds the advisory lock.
+    public func lockHolder(_ url: String) -> String? {
+        guard let location = try? location(url), let connection = try? location.connect(logger: logger) else { return nil }
+        defer { try? connection.close().wait() }
+        let session = PostgresSession(connection: connection, logger: logger)
+        let key = UInt64(bitPattern: Self.runLockKey)
+        guard let row = try? session.rows("""
+            SELECT a.pid, coalesce(a.application_name, ''), coalesce(host(a.client_addr), 'local socket'),
+                   to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+            FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND l.classid = ? AND l.objid = ?
+            """, [Int64(key >> 32), Int64(key & 0xFFFF_FFFF)]).first else { return nil }
+        let application: String = row[1]
+        return "\(application.isEmpty ? "a client" : application) (server pid \(row[0] as Int64), from \(row[2] as String), connected \(row[3] as String))"
+    }
+
+    public func exists(_ url: String) -> Bool {
+        guard let location = try? location(url), let connection = try? location.connect(logger: logger) else { return false }
+        defer { try? connection.close().wait() }
+        let session = PostgresSession(connection: connection, logger: logger)
+        return (try? session.value(as: Bool.self, "SELECT to_regclass('store_meta') IS NOT NULL")) == true
+    }
+
+    public func open(_ url: String) throws(StoreSyncError) -> any SnapshotStore {
+        try openStore(url, create: true)
+    }
+
+    public func openReadOnly(_ url: String) throws(StoreSyncError) -> any SnapshotStore {
+        try openStore(url, create: false)
+    }
+
+    func openStore(_ url: String, create: Bool) throws(StoreSyncError) -> SQLSnapshotStore {
+        let location = try location(url)
+        let engine = try engine(location)
+        do {
+            if create {
+                try engine.write { db in try PostgresSchema.prepare(db, name: location.redacted) }
+            } else {
+                let ready = try engine.read { db in try db.value(as: Bool.self, "SELECT to_regclass('store_meta') IS NOT NULL") } ?? false
+                guard ready else {
+                    throw StoreSyncError.storage(path: location.redacted, reason: "no store in this database",
+                                                 remedy: "Run the job once (`storesync run JOB`) or migrate a store into it")
+                }
+            }
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .storage(path: location.redacted, reason: "cannot open: \(error)")
+        }
+        return SQLSnapshotStore(name: location.redacted, engine: engine)
+    }
+
+    /// A dry run's copy: the store read into a throwaway SQLite file, which
+    /// the real store never sees (``StoreCopy``).
+    public func openCopy(_ url: String) throws(StoreSyncError) -> (store: any SnapshotStore, discard: @Sendable () -> Void) {
+        let store = try openStore(url, create: false)
+        let (copy, discard) = try store.sqliteCopy()
+        return (copy, discard)
+    }
+}
+
+/// The run lock on PostgreSQL: a session advisory lock, released when this
+/// connection closes (or the server sees its process gone).
+final class PostgresRunLock: Sendable {
+    let connection: PostgresConnection
+
+    init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    deinit {
+        try? connection.close().wait()
+    }
+}
+
+extension SQLSnapshotStore {
+    /// The whole store copied into a new SQLite file in the temporary folder
+    /// (named as a dry-run copy, so one left by a killed process is swept).
+    func sqliteCopy() throws(StoreSyncError) -> (store: SQLSnapshotStore, discard: @Sendable () -> Void) {
+        SQLiteBackend.removeStaleDryRunCopies()
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(SQLiteBackend.dryRunPrefix)\(getpid())-\(UUID().uuidString)")
+        let discard: @Sendable () -> Void = { try? FileManager.default.removeItem(at: folder) }
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let copy = try SQLSnapshotStore(path: folder.appendingPathComponent("snapshot.sqlite").path)
+            _ = try StoreCopy.copy(from: engine, to: copy.engine)
+            return (copy, discard)
+        } catch {
+            discard()
+            throw .storage(path: path, reason: "cannot copy the store into SQLite: \(error)")
+        }
+    }
+}

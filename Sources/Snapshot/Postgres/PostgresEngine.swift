@@ -1,0 +1,249 @@
+import Catalog
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// The PostgreSQL engine of a snapshot: one connection for the writer and one
+/// for readers, so a read taken while a page's transaction is open sees what
+/// is committed, as SQLite's WAL readers do.
+///
+/// Calls are synchronous (postgres-nio's `EventLoopFuture` API, waited on):
+/// the store's interface is, and the wait is for the server, never for a
+/// thread of Swift's cooperative pool, so it cannot starve the crawl into a
+/// deadlock.
+final class PostgresEngine: SQLEngine, @unchecked Sendable {
+    var kind: SQLEngineKind { .postgres }
+    /// Names the database in messages, without its password.
+    let name: String
+    // One transaction at a time on each connection; NSLock rather than a
+    // Mutex because a transaction's result is generic and need not be `sending`.
+    private let writer: PostgresConnection
+    private let writerLock = NSLock()
+    private let reader: PostgresConnection
+    private let readerLock = NSLock()
+    let logger: Logger
+
+    init(name: String, logger: Logger, connect: () throws -> PostgresConnection) throws {
+        self.name = name
+        self.logger = logger
+        writer = try connect()
+        reader = try connect()
+    }
+
+    deinit {
+        try? writer.close().wait()
+        try? reader.close().wait()
+    }
+
+    func write<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        defer { writeCount.add(1, ordering: .relaxed) }
+        return try Self.transaction(writer, logger: logger, begin: "BEGIN", body)
+    }
+
+    private let writeCount = Atomic<Int>(0)
+    /// Write transactions begun so far: a copy taken at one count is current until the next.
+    var writes: Int { writeCount.load(ordering: .relaxed) }
+
+    /// Reads see one snapshot of what is committed (REPEATABLE READ), which an
+    /// export streaming several tables needs: a page committed meanwhile by a
+    /// worker must not show in one table and not in the next.
+    func read<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        readerLock.lock()
+        defer { readerLock.unlock() }
+        return try Self.transaction(reader, logger: logger, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+    }
+
+    private static func transaction<T>(_ connection: PostgresConnection, logger: Logger, begin: String,
+                                       _ body: (any SQLSession) throws -> T) throws -> T {
+        let session = PostgresSession(connection: connection, logger: logger)
+        try session.execute(begin)
+        do {
+            let result = try body(session)
+            try session.execute("COMMIT")
+            return result
+        } catch {
+            // A connection the server dropped cannot roll back; the server already did.
+            _ = try? session.execute("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+/// A failure the server or the connection reported, in words a person can act on.
+struct PostgresFailure: Error, CustomStringConvertible {
+    let description: String
+    /// The SQLSTATE, when the server sent one (e.g. 40001: serialization failure).
+    let sqlState: String?
+
+    init(_ error: any Error, sql: String? = nil) {
+        if let error = error as? PSQLError {
+            var text: String
+            if let info = error.serverInfo {
+                text = info[.message] ?? "\(error.code)"
+                if let detail = info[.detail] { text += " (\(detail))" }
+                if let hint = info[.hint] { text += "; hint: \(hint)" }
+                sqlState = info[.sqlState]
+            } else {
+                text = "\(error.code)"
+                if let underlying = error.underlying { text += ": \(underlying)" }
+                sqlState = nil
+            }
+            if let sql { text += " in: \(sql.prefix(200))" }
+            description = text
+        } else {
+            description = "\(error)"
+            sqlState = nil
+        }
+    }
+}
+
+/// A PostgreSQL connection within a transaction, as a ``SQLSession``.
+struct PostgresSession: SQLSession {
+    let connection: PostgresConnection
+    let logger: Logger
+    var engine: SQLEngineKind { .postgres }
+
+    /// `?` → `$1`, `$2`… outside quoted text and identifiers; statements
+    /// separated by `;` are split (the extended protocol takes one at a time).
+    static func numbered(_ sql: String) -> (statements: [String], placeholders: Int) {
+        var statements: [String] = []
+        var current = ""
+        var count = 0
+        var quote: Character?
+        for character in sql {
+            if let open = quote {
+                current.append(character)
+                if character == open { quote = nil }
+                continue
+            }
+            switch character {
+            case "'", "\"":
+                quote = character
+                current.append(character)
+            case "?":
+                count += 1
+                current.append("$\(count)")
+            case ";":
+                statements.append(current)
+                current = ""
+            default:
+                current.append(character)
+            }
+        }
+        statements.append(current)
+        return (statements.filter { !$0.allSatisfy(\.isWhitespace) }, count)
+    }
+
+    private static let cursors = Atomic<Int>(0)
+
+    static func bindings(_ arguments: [any SQLArgument]) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: arguments.count)
+        for argument in arguments {
+            switch argument.sqlValue {
+            case .null: bindings.appendNull()
+            case .integer(let value): bindings.append(value)
+            case .real(let value): bindings.append(value)
+            case .text(let value): bindings.append(value)
+            }
+        }
+        return bindings
+    }
+
+    private func run(_ sql: String, _ arguments: [any SQLArgument]) throws -> PostgresQueryResult {
+        let (statements, placeholders) = Self.numbered(sql)
+        precondition(placeholders == arguments.count || statements.count > 1,
+                     "\(arguments.count) arguments for \(placeholders) placeholders in \(sql)")
+        var last: PostgresQueryResult?
+        for statement in statements {
+            let query = PostgresQuery(unsafeSQL: statement, binds: statements.count == 1 ? Self.bindings(arguments) : PostgresBindings())
+            do {
+                last = try connection.query(query, logger: logger).wait()
+            } catch {
+                throw PostgresFailure(error, sql: statement)
+            }
+        }
+        guard let last else { preconditionFailure("no statement in \(sql)") }
+        return last
+    }
+
+    @discardableResult
+    func execute(_ sql: String, _ arguments: [any SQLArgument]) throws -> Int {
+        try run(sql, arguments).metadata.rows ?? 0
+    }
+
+    func insert(_ sql: String, _ arguments: [any SQLArgument], returning column: String) throws -> Int64 {
+        let result = try run(sql + " RETURNING " + column, arguments)
+        guard let row = result.rows.first, let id = Int64(sqlValue: try Self.values(row)[0]) else {
+            throw PostgresFailure(StoreSyncError.storage(path: "postgres", reason: "an INSERT returned no \(column)"), sql: sql)
+        }
+        return id
+    }
+
+    func rows(_ sql: String, _ arguments: [any SQLArgument]) throws -> [SQLRow] {
+        let result = try run(sql, arguments)
+        guard let first = result.rows.first else { return [] }
+        let names = first.map(\.columnName)
+        return try result.rows.map { SQLRow(names: names, values: try Self.values($0)) }
+    }
+
+    /// A cursor within the transaction, fetched in batches: a scan of every
+    /// record holds one batch in memory, not the table.
+    func forEachRow(_ sql: String, _ arguments: [any SQLArgument], _ body: (SQLRow) throws -> Void) throws {
+        // Named apart: a body may scan again while this cursor is open.
+        let cursor = "storesync_scan_\(Self.cursors.add(1, ordering: .relaxed).newValue)"
+        try execute("DECLARE \(cursor) NO SCROLL CURSOR FOR " + sql, arguments)
+        defer { _ = try? execute("CLOSE \(cursor)") }
+        while true {
+            let batch = try rows("FETCH FORWARD 2000 FROM \(cursor)", [])
+            for row in batch { try body(row) }
+            if batch.count < 2000 { break }
+        }
+    }
+
+    static func values(_ row: PostgresRow) throws -> [SQLValue] {
+        var values: [SQLValue] = []
+        for cell in row {
+            guard cell.bytes != nil else {
+                values.append(.null)
+                continue
+            }
+            do {
+                switch cell.dataType {
+                case .int2, .int4, .int8, .oid:
+                    values.append(.integer(try cell.decode(Int64.self)))
+                case .float4, .float8:
+                    values.append(.real(try cell.decode(Double.self)))
+                case .bool:
+                    values.append(.integer(try cell.decode(Bool.self) ? 1 : 0))
+                case .numeric:
+                    // sum() of integers is numeric: integral values stay integers.
+                    let decimal = try cell.decode(Decimal.self)
+                    if decimal == decimal.rounded(), let integer = Int64(exactly: NSDecimalNumber(decimal: decimal).int64Value),
+                       Decimal(integer) == decimal {
+                        values.append(.integer(integer))
+                    } else {
+                        values.append(.real(NSDecimalNumber(decimal: decimal).doubleValue))
+                    }
+                default:
+                    values.append(.text(try cell.decode(String.self)))
+                }
+            } catch {
+                throw PostgresFailure(error)
+            }
+        }
+        return values
+    }
+}
+
+private extension Decimal {
+    func rounded() -> Decimal {
+        var value = self
+        var result = Decimal()
+        NSDecimalRound(&result, &value, 0, .plain)
+        return result
+    }
+}
