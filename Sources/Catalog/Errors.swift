@@ -88,6 +88,10 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
         public static let storage = Code("storage")
         /// Another run holds the store's lock.
         public static let locked = Code("locked")
+        /// A worker's lease on a scope expired or another worker took the scope
+        /// over (it was paused, partitioned or started twice): it committed
+        /// nothing after that and stopped.
+        public static let leaseLost = Code("lease-lost")
         /// An export could not be written; the previous file is intact.
         public static let exportFailed = Code("export-failed")
         /// The store is missing or empty where a store with history was expected
@@ -222,6 +226,16 @@ extension StoreSyncError {
     public static func storage(path: String, reason: String, remedy: String? = nil,
                                cause: (any Error & Sendable)? = nil) -> StoreSyncError {
         StoreSyncError(.storage, reason, place: .store(path), remedy: remedy, cause: cause)
+    }
+
+    /// A worker lost its claim on `scope` (its lease ran out, or `holder` took it over).
+    public static func leaseLost(store: String, scope: String, worker: String, holder: String?) -> StoreSyncError {
+        StoreSyncError(.leaseLost, "worker \(worker) no longer holds \(scope): "
+                       + (holder.map { "worker \($0) took it over" } ?? "its lease ran out")
+                       + "; nothing more was committed, and this worker stops",
+                       place: .store(store),
+                       remedy: "Nothing to repair: the scope resumes from its last committed page under its new holder. "
+                           + "If this repeats, raise the lease (--lease) above the longest pause a worker can see")
     }
 
     /// Another run holds the store's lock.

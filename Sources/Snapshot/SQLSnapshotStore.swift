@@ -45,6 +45,12 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// On PostgreSQL, the SQLite copy the streamed export reads go through,
     /// with the engine's write count it was taken at (``exportMirror()``).
     let mirror = Mutex<(writes: Int, store: SQLSnapshotStore, discard: @Sendable () -> Void)?>(nil)
+    /// Set once this store joined a fleet's run: every write of a scope is then fenced by a claim.
+    let fleetWorker = Mutex<Bool>(false)
+    /// The claims this worker holds, by source and scope (``Fence``).
+    let fences = Mutex<[String: Fence]>([:])
+    /// Set when a write was refused because its claim was gone.
+    let fenceLost = Mutex<StoreSyncError?>(nil)
     /// Set while a first load into the empty store runs (``beginBulkLoad()``).
     let firstLoad = Mutex<FirstLoadState?>(nil)
     /// The store's first run: its added entities log no values (the entities
@@ -218,6 +224,24 @@ package final class SQLSnapshotStore: SnapshotStore {
                          resumeExports: Bool = true) throws(StoreSyncError) -> RunInfo {
         let info: RunInfo = try wrap {
             try engine.write { db in
+                try Self.beginRun(db, job: job, at: date, simulated: simulated, night: requestedNight, resumeExports: resumeExports)
+            }
+        }
+        try runBegun(info)
+        return info
+    }
+
+    /// What a store holds in memory for a run it begins or joins: the keys
+    /// its committed pages saw, and which run is the store's baseline.
+    func runBegun(_ info: RunInfo) throws(StoreSyncError) {
+        try loadSeen(runID: info.id)
+        let first = try wrap { try engine.read { db in try db.value(as: Int64.self, "SELECT min(id) FROM runs") } }
+        baselineRun.withLock { $0 = first }
+    }
+
+    /// ``beginRun(job:at:simulated:night:resumeExports:)`` within a transaction.
+    static func beginRun(_ db: any SQLSession, job: String, at date: Date, simulated: Bool, night requestedNight: Int?,
+                         resumeExports: Bool) throws -> RunInfo {
                 let last = try db.row("SELECT id, night, status, crawl_status, exported, started_at FROM runs ORDER BY id DESC LIMIT 1")
                 let sameNight = requestedNight == nil || requestedNight == last?["night"]
                 if let last, last["status"] as String == RunStatus.running.rawValue, sameNight {
@@ -253,12 +277,6 @@ package final class SQLSnapshotStore: SnapshotStore {
                     try Self.setMeta(db, Self.baselineRunKey, String(id))
                 }
                 return RunInfo(id: id, night: night, resumed: false, startedAt: date)
-            }
-        }
-        try loadSeen(runID: info.id)
-        let first = try wrap { try engine.read { db in try db.value(as: Int64.self, "SELECT min(id) FROM runs") } }
-        baselineRun.withLock { $0 = first }
-        return info
     }
 
     /// The memo of a page's last stored answer, if any.
@@ -285,7 +303,7 @@ package final class SQLSnapshotStore: SnapshotStore {
         }
     }
 
-    private func loadSeen(runID: Int64) throws(StoreSyncError) {
+    func loadSeen(runID: Int64) throws(StoreSyncError) {
         let pages = try wrap {
             try engine.read { db in
                 try db.rows("SELECT source, keys FROM run_pages WHERE run_id = ?", [runID])
@@ -371,7 +389,8 @@ package final class SQLSnapshotStore: SnapshotStore {
 
     /// The scope's checkpoint within `runID`, or nil if this run has not touched it.
     package func checkpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
-        try wrap {
+        if stages { return try stagedCheckpoint(runID: runID, source: source, scope: scope) }
+        return try wrap {
             try engine.read { db in
                 try db.row("SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
                                  [source, scope, runID])
@@ -388,6 +407,11 @@ package final class SQLSnapshotStore: SnapshotStore {
         let index = try DigestIndex.load(db, source: source)
         digestIndexes.withLock { $0[source] = index }
         return index
+    }
+
+    /// Drops `source`'s digest index: other workers wrote the source since it was read.
+    func forgetDigests(source: String) {
+        digestIndexes.withLock { $0[source] = nil }
     }
 
     /// The digest index of `source` if it was read already.
@@ -423,6 +447,15 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// what an earlier one wrote, and the last page's checkpoint the one a
     /// resume sees. A kill loses the whole batch or none of it.
     package func apply(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
+        // A fleet's worker logs its pages; the source's closing step applies them in order (FleetStaging).
+        if stages { return try stage(pages) }
+        return try await applyNow(pages)
+    }
+
+    /// ``apply(_:)`` into the snapshot itself; `alongside` runs in the same
+    /// transaction (a replay deleting the pages it applied from its log).
+    func applyNow(_ pages: [PageInput],
+                  alongside: (@Sendable (any SQLSession) throws -> Void)? = nil) async throws(StoreSyncError) -> [PageResult] {
         guard let source = pages.first?.source else { return [] }
         precondition(pages.allSatisfy { $0.source == source }, "a batch of pages is of one source")
         // A first load writes its pages on its own path, one transaction each, until a page is not all new.
@@ -443,6 +476,7 @@ package final class SQLSnapshotStore: SnapshotStore {
             var written: [RecordIdentity: StoredDigest] = [:]
             var results: [PageResult] = []
             for step in steps { results.append(try step(db, &written)) }
+            try alongside?(db)
             return (results, written)
         }
         do {
@@ -496,6 +530,7 @@ package final class SQLSnapshotStore: SnapshotStore {
         }.flatMap { $0 }
         return { [self] db, written in
             var result = PageResult()
+            try checkFence(db, source: page.source, scope: page.scope)
             let index = try digestIndex(db, source: page.source)
             let insertSQL = """
                 INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)

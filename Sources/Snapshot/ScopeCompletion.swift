@@ -9,8 +9,17 @@ extension SQLSnapshotStore {
 
     /// Records how a scope's crawl ended (its checkpoint state for this run).
     package func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError) {
+        if stages { return try stageFinish(runID: runID, source: source, scope: scope, state: state, error: error) }
+        try finishScopeNow(runID: runID, source: source, scope: scope, state: state, error: error)
+    }
+
+    /// ``finishScope(runID:source:scope:state:error:)`` into the snapshot; `alongside` runs in its transaction.
+    func finishScopeNow(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?,
+                        alongside: ((any SQLSession) throws -> Void)? = nil) throws(StoreSyncError) {
         try wrap {
             try engine.write { db in
+                try checkFence(db, source: source, scope: scope)
+                try alongside?(db)
                 // The error's code and URL beside its text: `status --json` and a
                 // report rebuilt from the store show the same structure as the run did.
                 try db.execute("""
@@ -49,6 +58,7 @@ extension SQLSnapshotStore {
         }
         do {
             return try engine.write { db in
+                try checkFence(db, source: source, scope: scope)
                 removed = []
                 let checkpoint = try db.row("SELECT state, run_id, swept_run, swept_warning FROM scopes WHERE source = ? AND scope = ?",
                                             [source, scope])
@@ -255,9 +265,10 @@ extension SQLSnapshotStore {
         }
         do {
             return try engine.write { db in
+                try checkFence(db, source: source, scope: scope)
                 var result = RemovalResult()
                 let entities = try EntityWriter(db, runID: runID, logAddedValues: true, owns: ownership)
-                let members = try db.rows("SELECT entity, key FROM records WHERE source = ? AND scope = ?",
+                let members = try db.rows("SELECT entity, key FROM records WHERE source = ? AND scope = ? ORDER BY entity, key",
                                                [source, scope]).compactMap { row -> RecordIdentity? in
                     EntityKind(rawValue: row[0]).map { RecordIdentity(entity: $0, key: row[1]) }
                 }

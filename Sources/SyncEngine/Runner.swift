@@ -96,6 +96,9 @@ public struct RunOptions: Sendable {
     /// at the next page boundary, unfinished, and returns a report whose
     /// ``RunReport/interrupted`` says why; the next run resumes it.
     public var stop: RunStop?
+    /// Take part in a fleet's night as one of its workers (`--worker`): no run
+    /// lock, scopes claimed from the shared store, no exports.
+    public var worker: WorkerOptions?
 
     public init(night: Int? = nil, dryRun: Bool = false, newStore: Bool = false,
                 progress: (@Sendable (RunProgress) -> Void)? = nil, stop: RunStop? = nil) {
@@ -125,6 +128,7 @@ public struct Runner: Sendable {
     public func run(_ options: RunOptions = RunOptions()) async throws(StoreSyncError) -> RunReport {
         try checkNight(options)
         if options.dryRun { return try await dryRun(options) }
+        if let worker = options.worker { return try await runWorker(options, worker: worker) }
         guard job.notify != nil else { return try await runLocked(options) }
         let result: Result<RunReport, StoreSyncError>
         do { result = .success(try await runLocked(options)) } catch { result = .failure(error) }
@@ -436,7 +440,8 @@ public struct Runner: Sendable {
     }
 
     /// Crawls every source in the job's order.
-    func crawl(run: RunInfo, store: any SnapshotStore, options: RunOptions) async throws(StoreSyncError) -> CrawlPhase {
+    func crawl(run: RunInfo, store: any SnapshotStore, options: RunOptions,
+               dealer: FleetDealer? = nil) async throws(StoreSyncError) -> CrawlPhase {
         let ownTransport = environment.transport == nil ? AsyncHTTPTransport() : nil
         let session: UpstreamSession
         do {
@@ -469,7 +474,8 @@ public struct Runner: Sendable {
             } ?? false
             let report = await crawl(source: source, baseURL: session.baseURL, run: run, store: store, fetcher: fetcher,
                                      upstreamComplete: upstreamComplete, progress: options.progress, deadline: deadline,
-                                     deadlineLeft: &phase.deadlineLeft, stop: options.stop, warnings: &phase.warnings)
+                                     deadlineLeft: &phase.deadlineLeft, stop: options.stop, warnings: &phase.warnings,
+                                     dealer: dealer)
             phase.errors += report.errors
             phase.sources.append(report)
         }
@@ -496,7 +502,7 @@ public struct Runner: Sendable {
     func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: any SnapshotStore, fetcher: Fetcher,
                upstreamComplete: Bool = false, progress: (@Sendable (RunProgress) -> Void)?,
                deadline: Double? = nil, deadlineLeft: inout [String], stop: RunStop? = nil,
-               warnings: inout [RunProblem]) async -> SourceReport {
+               warnings: inout [RunProblem], dealer: FleetDealer? = nil) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
         let started = clock.now()
@@ -523,8 +529,16 @@ public struct Runner: Sendable {
             concurrency: job.http.concurrency, progress: progress, deadline: deadline, stop: stop)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
         // The first load of an empty snapshot builds its key index once at the end.
-        let bulkLoad = (try? store.beginBulkLoad()) ?? false
-        var result = await crawler.crawl(scopes)
+        let bulkLoad = dealer == nil ? ((try? store.beginBulkLoad()) ?? false) : false
+        var result: SourceCrawler.Result
+        var fleetEarly: SourceCrawler.Result?
+        if let dealer {
+            // This worker crawls the scopes it claims; `result` is the fleet's, once every scope is done.
+            (result, fleetEarly) = await dealer.crawl(scopes, phase: "scopes", source: source, crawler: crawler,
+                                                      loops: job.http.concurrency, stop: stop)
+        } else {
+            result = await crawler.crawl(scopes)
+        }
         if bulkLoad {
             do {
                 try store.endBulkLoad()
@@ -548,9 +562,23 @@ public struct Runner: Sendable {
             report.errors = result.errors
             return report
         }
+        if let early = fleetEarly { return stoppedEarly(early, byDeadline: !early.deadlineLeft.isEmpty) }
+        if let dealer {
+            // The fleet's pages of these scopes go into the snapshot once, in their order (FleetStaging);
+            // every worker waits for it, since what follows reads what they wrote.
+            do throws(StoreSyncError) {
+                _ = try await dealer.finish(source: source.name, phase: "applied", stop: stop) { () async throws(StoreSyncError) -> String in
+                    try await dealer.store.applyStaged(runID: run.id, source: source.name, scopes: scopes.map(\.id))
+                    return ""
+                }
+            } catch {
+                result.errors.append(RunProblem(error, source: source.name))
+            }
+        }
         if stop?.isRequested == true { return stoppedEarly(result, byDeadline: false) }
         if !result.deadlineLeft.isEmpty { return stoppedEarly(result, byDeadline: true) }
-        if inputRequest?.selection == .newOrChanged {
+        // In a fleet, what stays owed is decided once, by the source's closing step below.
+        if inputRequest?.selection == .newOrChanged, dealer == nil {
             keepPending(consumer: source.name, scopes: scopes, result: &result, store: store)
         }
 
@@ -569,12 +597,20 @@ public struct Runner: Sendable {
         }
         if !followUps.isEmpty {
             progress?(.sourceStarted(source: source.name, scopes: followUps.count))
-            var followed = await crawler.crawl(followUps)
-            keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &followed, store: store)
+            var followed: SourceCrawler.Result
+            if let dealer {
+                let dealt = await dealer.crawl(followUps, phase: "follow-ups", source: source, crawler: crawler,
+                                               loops: job.http.concurrency, stop: stop)
+                if let early = dealt.stoppedEarly { return stoppedEarly(early, byDeadline: !early.deadlineLeft.isEmpty) }
+                followed = dealt.result
+            } else {
+                followed = await crawler.crawl(followUps)
+                keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &followed, store: store)
+            }
             result.add(followed)
             // As above: the details not fetched stay owed (kept pending) and nothing is swept.
             if !followed.deadlineLeft.isEmpty { return stoppedEarly(result, byDeadline: true) }
-        } else if followUpsSelected {
+        } else if followUpsSelected, dealer == nil {
             // Nothing owed any more (a pending record may have been removed upstream).
             keepPending(consumer: Self.followUpConsumer(source), scopes: [], result: &result, store: store)
         }
@@ -586,33 +622,64 @@ public struct Runner: Sendable {
 
         // Removals only once the whole source is crawled: a record that moved
         // between scopes (a renamed podcast now found by another term) is seen.
-        for scope in scopes where scope.sweeps {
-            do {
-                let removal = try store.sweepScope(runID: run.id, source: source.name, scope: scope.id, removal: source.removal)
-                if var warning = removal.guardWarning {
-                    // The suggested command names this job's file.
-                    warning = warning.replacingOccurrences(of: "storesync run \(SQLSnapshotStore.jobPlaceholder) ",
-                                                           with: "storesync run \(Self.shellWord(job.file)) ")
-                    result.warnings.append(RunProblem(code: RunProblem.guardRefused, source: source.name, scope: scope.id, message: warning))
-                    logger.warning("\(warning)")
+        func close(_ result: inout SourceCrawler.Result) {
+            for scope in scopes where scope.sweeps {
+                do {
+                    let removal = try store.sweepScope(runID: run.id, source: source.name, scope: scope.id, removal: source.removal)
+                    if var warning = removal.guardWarning {
+                        // The suggested command names this job's file.
+                        warning = warning.replacingOccurrences(of: "storesync run \(SQLSnapshotStore.jobPlaceholder) ",
+                                                               with: "storesync run \(Self.shellWord(job.file)) ")
+                        result.warnings.append(RunProblem(code: RunProblem.guardRefused, source: source.name, scope: scope.id, message: warning))
+                        logger.warning("\(warning)")
+                    }
+                } catch {
+                    result.errors.append(RunProblem(error, source: source.name))
                 }
-            } catch {
-                result.errors.append(RunProblem(error, source: source.name))
+            }
+            // Scopes the source followed before and no longer has (a feed whose
+            // podcast left the search, or the first `maxFeeds`): what they listed
+            // has left every scope. Only where the scopes are every selected input
+            // (`select: all`): a new-or-changed selection leaves unchanged ones out.
+            if inputRequest?.selection == .all, upstreamComplete {
+                let current = Set(scopes.map(\.id))
+                do {
+                    for stale in try store.scopeStates() where stale.source == source.name && !current.contains(stale.scope) {
+                        _ = try store.retireScope(runID: run.id, source: source.name, scope: stale.scope)
+                    }
+                } catch {
+                    result.errors.append(RunProblem(error, source: source.name))
+                }
             }
         }
-        // Scopes the source followed before and no longer has (a feed whose
-        // podcast left the search, or the first `maxFeeds`): what they listed
-        // has left every scope. Only where the scopes are every selected input
-        // (`select: all`): a new-or-changed selection leaves unchanged ones out.
-        if inputRequest?.selection == .all, upstreamComplete {
-            let current = Set(scopes.map(\.id))
-            do {
-                for stale in try store.scopeStates() where stale.source == source.name && !current.contains(stale.scope) {
-                    _ = try store.retireScope(runID: run.id, source: source.name, scope: stale.scope)
+        if let dealer {
+            // One worker closes the source, on what the whole fleet saw; every
+            // worker then reads what that found, so all report the same.
+            var closing = SourceCrawler.Result()
+            closing.settled = result.settled
+            do throws(StoreSyncError) {
+                _ = try await dealer.finish(source: source.name, stop: stop) { () async throws(StoreSyncError) -> String in
+                    try await dealer.store.applyStaged(runID: run.id, source: source.name, scopes: followUps.map(\.id))
+                    try dealer.store.refreshForSweep(runID: run.id, source: source.name)
+                    if inputRequest?.selection == .newOrChanged {
+                        keepPending(consumer: source.name, scopes: scopes, result: &closing, store: store)
+                    }
+                    if followUpsSelected {
+                        keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &closing, store: store)
+                    }
+                    close(&closing)
+                    return FleetDealer.encode(closing)
+                }
+                if let outcome = try dealer.store.claimOutcomes(runID: run.id, source: source.name, phase: "finish")["#finish"] {
+                    let closed = FleetDealer.decode(outcome)
+                    result.warnings += closed.warnings
+                    result.errors += closed.errors
                 }
             } catch {
                 result.errors.append(RunProblem(error, source: source.name))
             }
+        } else {
+            close(&result)
         }
         if result.drift > 0 {
             logger.notice("\(source.name): \(result.drift) rows appeared twice within a scope (the listing shifted while it was paged); each was stored once")

@@ -12,6 +12,8 @@ enum ExitStatus: Int32 {
     case partial = 2
     case locked = 3
     case invalidJob = 64
+    /// A worker lost its claim to another (EX_TEMPFAIL: nothing is wrong; a scheduler may start it again).
+    case leaseLost = 75
 }
 
 @main
@@ -25,6 +27,7 @@ struct StoreSync: AsyncParsableCommand {
 
             Exit codes: 0 ok · 1 failed · 2 partial (something was left out; nothing was removed on the strength of it) \
             · 3 another run holds the store's lock · 64 invalid job file or arguments \
+            · 75 a worker's claim on a scope went to another worker (it committed nothing after that) \
             · 130/143 stopped by SIGINT/SIGTERM (a run stops at a page boundary and resumes next time).
             """,
         version: StoreSyncVersion.current,
@@ -100,6 +103,18 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Start over with a new store where one with history is missing or empty (refused otherwise); refused on a store that holds history.")
     var newStore = false
 
+    @Flag(help: "Be one of several workers of a night on a PostgreSQL store: claim scopes with leases, crawl them, write no exports (`storesync export` does, after). Exits 75 if another worker took over one of its scopes.")
+    var worker = false
+
+    @Option(help: ArgumentHelp("The night every worker of it names alike (default: $STORESYNC_FLEET, else today's UTC date).", valueName: "key"))
+    var fleet: String?
+
+    @Option(help: ArgumentHelp("This worker's name in the store and in messages (default: worker-$JOB_COMPLETION_INDEX, else host-pid).", valueName: "name"))
+    var workerName: String?
+
+    @Option(help: ArgumentHelp("Seconds a worker may go silent before its scopes move to another.", valueName: "seconds"))
+    var lease: Double = 60
+
     @OptionGroup var overrides: JobOverrideOptions
 
     @OptionGroup var logging: LoggingOptions
@@ -107,6 +122,8 @@ struct Run: AsyncParsableCommand {
     func validate() throws {
         // The dry run's store copy is gone when it ends, and the report is read from the store.
         if json && dryRun { throw ValidationError("--json cannot be combined with --dry-run") }
+        if worker && dryRun { throw ValidationError("--worker cannot be combined with --dry-run") }
+        if !worker && (fleet != nil || workerName != nil) { throw ValidationError("--fleet and --worker-name need --worker") }
     }
 
     func run() async throws {
@@ -118,6 +135,7 @@ struct Run: AsyncParsableCommand {
             defer { withExtendedLifetime(signals) {} }
             var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore, stop: signals.stop)
             options.deadlineMinutes = deadline
+            if worker { options.worker = Self.workerOptions(fleet: fleet, name: workerName, lease: lease) }
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
                 ProgressDisplay.active.withLock { $0 = display }
@@ -143,6 +161,19 @@ struct Run: AsyncParsableCommand {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)
         }
+    }
+}
+
+extension Run {
+    /// A worker's identity from its flags, else from what schedulers set: a
+    /// Kubernetes Indexed Job gives each pod JOB_COMPLETION_INDEX.
+    static func workerOptions(fleet: String?, name: String?, lease: Double,
+                              environment: [String: String] = ProcessInfo.processInfo.environment) -> WorkerOptions {
+        let day = ISO8601DateFormatter.string(from: Date(), timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
+        let fleetKey = fleet ?? environment["STORESYNC_FLEET"] ?? day
+        let workerName = name ?? environment["JOB_COMPLETION_INDEX"].map { "worker-\($0)" }
+            ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())"
+        return WorkerOptions(fleet: fleetKey, name: workerName, leaseSeconds: lease)
     }
 }
 
@@ -315,6 +346,7 @@ func exitStatus(for error: StoreSyncError) -> ExitStatus {
     switch error.code {
     case .invalidJob, .invalidArguments: .invalidJob
     case .locked: .locked
+    case .leaseLost: .leaseLost
     default: .failed
     }
 }

@@ -44,6 +44,20 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
         return try Self.transaction(writer, logger: logger, begin: "BEGIN", body)
     }
 
+    /// Makes this engine a fleet worker's: a session idle inside a transaction
+    /// (its process paused mid-commit) is ended by the server after
+    /// `idleSeconds`, which releases the claim rows and locks it held.
+    func joinFleet(idleSeconds: Double) throws {
+        let milliseconds = Int64(max(1, idleSeconds) * 1000)
+        for (connection, lock) in [(writer, writerLock), (reader, readerLock)] {
+            lock.lock()
+            defer { lock.unlock() }
+            // SET takes no parameters: the value is a number this code formatted.
+            try PostgresSession(connection: connection, logger: logger)
+                .execute("SET idle_in_transaction_session_timeout = \(milliseconds)")
+        }
+    }
+
     private let writeCount = Atomic<Int>(0)
     /// Write transactions begun so far: a copy taken at one count is current until the next.
     var writes: Int { writeCount.load(ordering: .relaxed) }

@@ -1,0 +1,256 @@
+import Catalog
+import Foundation
+import Synchronization
+
+/// A scope (or a source's closing step) a worker holds, until its lease runs out.
+public struct ScopeClaim: Sendable, Hashable {
+    public let source: String
+    /// `scopes` (a source's own), `follow-ups`, `finish` (the source's removal
+    /// pass) or `run` (the run's verdict): what a claim is for.
+    public let phase: String
+    public let scope: String
+    /// This claim's own id: a worker started twice under one name still holds two.
+    public let token: String
+
+    /// The scope whose writes the claim fences: its own for a crawl, the whole
+    /// source (`*`) for the source's closing step.
+    var fencedScope: String { phase == "scopes" || phase == "follow-ups" ? scope : "*" }
+}
+
+/// What a worker asking for work is told.
+public enum ClaimAnswer: Sendable, Equatable {
+    /// This scope is now the worker's, until its lease runs out.
+    case claimed(ScopeClaim)
+    /// Every open scope is held by a live worker: ask again after this many seconds
+    /// (at most until the soonest lease runs out, when the scope can be taken over).
+    case wait(seconds: Double)
+    /// Every scope asked about is done.
+    case allDone
+}
+
+/// The fleet's side of a worker: runs joined by a fleet key, scopes claimed
+/// with leases that expire, and every write of a claimed scope fenced by its
+/// claim, so a worker that lost its claim (paused past its lease, partitioned,
+/// started twice) commits nothing more. PostgreSQL only: these tables live
+/// beside the snapshot's and are not part of it (a migration leaves them).
+extension SQLSnapshotStore {
+    static let fleetTables = """
+        CREATE TABLE IF NOT EXISTS fleet_runs (
+            fleet TEXT COLLATE "C" PRIMARY KEY,
+            run_id BIGINT NOT NULL,
+            joined BIGINT NOT NULL DEFAULT 1
+        );
+        CREATE TABLE IF NOT EXISTS scope_claims (
+            run_id BIGINT NOT NULL,
+            source TEXT COLLATE "C" NOT NULL,
+            phase TEXT COLLATE "C" NOT NULL,
+            scope TEXT COLLATE "C" NOT NULL,
+            worker TEXT COLLATE "C" NOT NULL,
+            token TEXT COLLATE "C" NOT NULL,
+            expires_at TIMESTAMPTZ NOT NULL,
+            done BOOLEAN NOT NULL DEFAULT false,
+            outcome TEXT COLLATE "C",
+            takeovers BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (run_id, source, phase, scope)
+        )
+        """
+
+    package func requireFleet() throws(StoreSyncError) {
+        guard engine.kind == .postgres else {
+            throw StoreSyncError(.invalidArguments, "--worker needs a store that every worker reaches: \(path) is a SQLite file; "
+                                 + "use `store: postgres://…` (storesync migrate moves a snapshot there)")
+        }
+    }
+
+    /// Joins the run of `fleet` (every worker of one night passes the same
+    /// key), or begins it as ``beginRun(job:at:simulated:night:resumeExports:)``
+    /// would, the first worker to ask deciding: an unfinished run is resumed.
+    package func joinFleetRun(job: String, fleet: String, at date: Date, simulated: Bool, night: Int?,
+                              leaseSeconds: Double) throws(StoreSyncError) -> RunInfo {
+        try requireFleet()
+        try wrap { try (engine as? PostgresEngine)?.joinFleet(idleSeconds: leaseSeconds) }
+        let info: RunInfo = try wrap {
+            try engine.write { db in
+                try db.execute("SELECT pg_advisory_xact_lock(hashtext('storesync fleet runs'))")
+                if let row = try db.row("""
+                    SELECT r.id, r.night, r.started_at, r.status FROM fleet_runs f JOIN runs r ON r.id = f.run_id WHERE f.fleet = ?
+                    """, [fleet]) {
+                    try db.execute("UPDATE fleet_runs SET joined = joined + 1 WHERE fleet = ?", [fleet])
+                    return RunInfo(id: row[0], night: row[1], resumed: true, startedAt: Date(timeIntervalSince1970: row[2]))
+                }
+                // A fleet's workers write no exports: `storesync export` does, once they are done.
+                let info = try Self.beginRun(db, job: job, at: date, simulated: simulated, night: night, resumeExports: false)
+                try db.execute("INSERT INTO fleet_runs (fleet, run_id) VALUES (?, ?)", [fleet, info.id])
+                return info
+            }
+        }
+        try runBegun(info)
+        fleetWorker.withLock { $0 = true }
+        return info
+    }
+
+    /// Claims the first scope of `scopes` (in their order) that no live
+    /// worker holds and that is not done: a new one, or one whose lease ran
+    /// out (taken over: its pages resume from the last committed one).
+    package func claimScope(runID: Int64, source: String, phase: String, among scopes: [String], worker: String,
+                            leaseSeconds: Double) throws(StoreSyncError) -> ClaimAnswer {
+        try wrap {
+            try engine.write { db in
+                // Claims of one source and phase are decided one at a time.
+                try db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ["claims\t\(runID)\t\(source)\t\(phase)"])
+                var held: [String: (done: Bool, secondsLeft: Double)] = [:]
+                for row in try db.rows("""
+                    SELECT scope, done, EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8
+                    FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ?
+                    """, [runID, source, phase]) {
+                    held[row[0]] = (row[1], row[2])
+                }
+                var soonest: Double?
+                for scope in scopes {
+                    let token = UUID().uuidString
+                    guard let claim = held[scope] else {
+                        try db.execute("""
+                            INSERT INTO scope_claims (run_id, source, phase, scope, worker, token, expires_at)
+                            VALUES (?, ?, ?, ?, ?, ?, clock_timestamp() + ? * interval '1 second')
+                            """, [runID, source, phase, scope, worker, token, leaseSeconds])
+                        return .claimed(ScopeClaim(source: source, phase: phase, scope: scope, token: token))
+                    }
+                    if claim.done { continue }
+                    if claim.secondsLeft <= 0 {
+                        try db.execute("""
+                            UPDATE scope_claims SET worker = ?, token = ?, expires_at = clock_timestamp() + ? * interval '1 second',
+                                takeovers = takeovers + 1
+                            WHERE run_id = ? AND source = ? AND phase = ? AND scope = ?
+                            """, [worker, token, leaseSeconds, runID, source, phase, scope])
+                        return .claimed(ScopeClaim(source: source, phase: phase, scope: scope, token: token))
+                    }
+                    soonest = min(soonest ?? claim.secondsLeft, claim.secondsLeft)
+                }
+                return soonest.map { .wait(seconds: $0) } ?? .allDone
+            }
+        }
+    }
+
+    /// Fences this store's writes for `claim`'s scope (or, for a source-wide
+    /// claim, the source's) by the claim: each write checks and renews it in its
+    /// own transaction, or fails with ``StoreSyncError/leaseLost(store:scope:worker:holder:)``.
+    package func hold(_ claim: ScopeClaim, runID: Int64, leaseSeconds: Double, worker: String) {
+        fences.withLock { $0[Self.fenceKey(claim.source, claim.fencedScope)] =
+            Fence(claim: claim, runID: runID, leaseSeconds: leaseSeconds, worker: worker) }
+    }
+
+    /// Marks `claim` done with what its crawl found (kept for the source's
+    /// closing step), in a transaction fenced by the claim itself.
+    package func completeClaim(_ claim: ScopeClaim, runID: Int64, outcome: String) throws(StoreSyncError) {
+        defer { fences.withLock { $0[Self.fenceKey(claim.source, claim.fencedScope)] = nil } }
+        try wrap {
+            try engine.write { db in
+                try checkFence(db, source: claim.source, scope: claim.fencedScope)
+                try db.execute("""
+                    UPDATE scope_claims SET done = true, outcome = ? WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ?
+                    """, [outcome, runID, claim.source, claim.phase, claim.scope, claim.token])
+            }
+        }
+    }
+
+    /// Renews the leases of `claims` (a worker's heartbeat between commits).
+    /// Returns the claims it no longer holds.
+    package func renew(_ claims: [ScopeClaim], runID: Int64, leaseSeconds: Double) throws(StoreSyncError) -> [ScopeClaim] {
+        try wrap {
+            try engine.write { db in
+                try claims.filter { claim in
+                    try db.execute("""
+                        UPDATE scope_claims SET expires_at = clock_timestamp() + ? * interval '1 second'
+                        WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ? AND NOT done
+                            AND expires_at > clock_timestamp()
+                        """, [leaseSeconds, runID, claim.source, claim.phase, claim.scope, claim.token]) == 0
+                }
+            }
+        }
+    }
+
+    /// What each done scope of `phase` reported, by scope.
+    package func claimOutcomes(runID: Int64, source: String, phase: String) throws(StoreSyncError) -> [String: String] {
+        try wrap {
+            try engine.read { db in
+                var outcomes: [String: String] = [:]
+                for row in try db.rows("""
+                    SELECT scope, outcome FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND done
+                    """, [runID, source, phase]) {
+                    outcomes[row[0]] = row[1] as String? ?? ""
+                }
+                return outcomes
+            }
+        }
+    }
+
+    /// Reads again every key this run's committed pages saw, whichever worker
+    /// committed them, and forgets `source`'s cached digests: a removal pass
+    /// decides on the whole fleet's crawl, never on one worker's.
+    package func refreshForSweep(runID: Int64, source: String) throws(StoreSyncError) {
+        try loadSeen(runID: runID)
+        forgetDigests(source: source)
+        unseenByScope.withLock { $0[source] = nil }
+    }
+
+    static func fenceKey(_ source: String, _ scope: String) -> String { "\(source)\t\(scope)" }
+
+    /// Within a write transaction: fails unless this worker still holds the
+    /// claim fencing `source`/`scope`, and renews it. Nothing to check outside a fleet.
+    func checkFence(_ db: any SQLSession, source: String, scope: String) throws {
+        guard fleetWorker.withLock({ $0 }) else { return }
+        let fence = fences.withLock { $0[Self.fenceKey(source, scope)] ?? $0[Self.fenceKey(source, "*")] }
+        guard let fence else {
+            throw StoreSyncError.leaseLost(store: path, scope: "\(source)/\(scope)", worker: "this worker", holder: nil)
+        }
+        let claim = fence.claim
+        let renewed = try db.execute("""
+            UPDATE scope_claims SET expires_at = clock_timestamp() + ? * interval '1 second'
+            WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ? AND NOT done AND expires_at > clock_timestamp()
+            """, [fence.leaseSeconds, fence.runID, claim.source, claim.phase, claim.scope, claim.token])
+        guard renewed == 1 else {
+            let holder = try db.row("SELECT worker, token FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ?",
+                                    [fence.runID, claim.source, claim.phase, claim.scope])
+            let other = holder.flatMap { row -> String? in (row[1] as String) == claim.token ? nil : row[0] }
+            let error = StoreSyncError.leaseLost(store: path, scope: "\(claim.source)/\(claim.scope)", worker: fence.worker, holder: other)
+            fenceLost.withLock { $0 = $0 ?? error }
+            throw error
+        }
+    }
+
+    /// Whether a write of this worker was refused because its claim was gone.
+    package var lostClaim: Bool { fenceLost.withLock { $0 != nil } }
+
+    /// The first refusal, which stops this worker.
+    package var lostClaimError: StoreSyncError? { fenceLost.withLock { $0 } }
+
+    /// Adds a worker's requests to its run's (the run's totals are the fleet's).
+    package func addFleetRequests(_ runID: Int64, _ requests: RequestCounts) throws(StoreSyncError) {
+        try wrap {
+            try engine.write { db in
+                try db.execute("""
+                    UPDATE runs SET requests = requests + ?, retries = retries + ?, throttled = throttled + ?,
+                        not_modified = not_modified + ?, failures = failures + ? WHERE id = ?
+                    """, [requests.requests, requests.retries, requests.throttled, requests.notModified, requests.failures, runID])
+            }
+        }
+    }
+
+    /// The run's verdict fields, its requests left as the workers added them.
+    package func recordFleetTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError) {
+        try wrap {
+            try engine.write { db in
+                try db.execute("UPDATE runs SET seconds = ?, warnings = ?, errors = ? WHERE id = ?",
+                               [totals.seconds, Self.jsonList(totals.warnings.map(\.json)), Self.jsonList(totals.errors.map(\.json)), runID])
+            }
+        }
+    }
+}
+
+/// A claim that fences this store's writes for its scope.
+struct Fence: Sendable {
+    let claim: ScopeClaim
+    let runID: Int64
+    let leaseSeconds: Double
+    let worker: String
+}

@@ -1,0 +1,219 @@
+import Catalog
+import Foundation
+
+/// How a fleet stores what its workers crawl: each page is committed as it
+/// arrives, fenced by its scope's claim, into a staging log (`fleet_pages`)
+/// beside the snapshot; once every scope of a source is done, one worker (the
+/// source's closing step) applies the log to the snapshot scope by scope, page
+/// by page, in the order one process would have applied it.
+///
+/// Why not diff straight into the snapshot from every worker: the snapshot's
+/// rows would then be written in whatever order the workers' commits came,
+/// so row order (what "in order of insertion" exports follow), change-log
+/// order, and the merge of an entity two sources list would all depend on
+/// timing. Applied in one order by one writer, a fleet's night is the same
+/// night as one process's, row for row, by construction (the same code path
+/// applies both). The crawl, which is where the night's time goes (rate
+/// limits, latency), is what the fleet parallelises; the apply is serial in
+/// either design (one writer's transactions on one table set).
+///
+/// A replay deletes each page from the log in the transaction that applies
+/// it, so a closing step taken over from a dead worker resumes where it stopped.
+extension SQLSnapshotStore {
+    static let stagingTable = """
+        CREATE TABLE IF NOT EXISTS fleet_pages (
+            run_id BIGINT NOT NULL,
+            source TEXT COLLATE "C" NOT NULL,
+            scope TEXT COLLATE "C" NOT NULL,
+            seq BIGINT NOT NULL,
+            page BIGINT,
+            state TEXT COLLATE "C",
+            body TEXT COLLATE "C" NOT NULL,
+            PRIMARY KEY (run_id, source, scope, seq)
+        )
+        """
+
+    /// A scope's end comes after all its pages in the log.
+    static let finishSeq: Int64 = 1 << 40
+
+    /// Whether pages and scope ends go to the staging log (a fleet worker) rather than the snapshot.
+    var stages: Bool { fleetWorker.withLock { $0 } }
+
+    /// Commits pages of one scope to the staging log, fenced by the scope's claim.
+    func stage(_ pages: [PageInput]) throws(StoreSyncError) -> [PageResult] {
+        guard let first = pages.first else { return [] }
+        try wrap {
+            try engine.write { db in
+                try checkFence(db, source: first.source, scope: first.scope)
+                for page in pages {
+                    try db.execute("""
+                        INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (run_id, source, scope, seq) DO UPDATE SET body = excluded.body, state = excluded.state
+                        """, [page.runID, page.source, page.scope, Int64(page.page), page.page,
+                              page.completesScope ? ScopeState.complete.rawValue : ScopeState.running.rawValue,
+                              CanonicalJSON.string(Self.encode(page))])
+                }
+            }
+        }
+        return pages.map { page in
+            var result = PageResult()
+            result.unread = page.unchangedKeys.isEmpty ? 0 : page.unchangedKeys.count
+            return result
+        }
+    }
+
+    /// Commits a scope's end to the staging log, fenced by its claim.
+    func stageFinish(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError) {
+        try wrap {
+            try engine.write { db in
+                try checkFence(db, source: source, scope: scope)
+                let body: JSONValue = .object(["state": .string(state.rawValue), "error": error?.json ?? .null])
+                try db.execute("""
+                    INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) VALUES (?, ?, ?, ?, NULL, ?, ?)
+                    ON CONFLICT (run_id, source, scope, seq) DO UPDATE SET body = excluded.body, state = excluded.state
+                    """, [runID, source, scope, Self.finishSeq, state.rawValue, CanonicalJSON.string(body)])
+            }
+        }
+    }
+
+    /// A scope's checkpoint as its staged log says: where a worker taking it
+    /// over resumes (the pages staged are committed pages).
+    func stagedCheckpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
+        try wrap {
+            try engine.read { db in
+                if let end = try db.value(as: String.self, "SELECT state FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq = ?",
+                                          [runID, source, scope, Self.finishSeq]) {
+                    let next = try db.value(as: Int.self, "SELECT max(page) + 1 FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ?",
+                                            [runID, source, scope]) ?? 0
+                    return ScopeCheckpoint(state: ScopeState(rawValue: end) ?? .failed, nextPage: next)
+                }
+                guard let last = try db.row("""
+                    SELECT page, state FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND page IS NOT NULL
+                    ORDER BY page DESC LIMIT 1
+                    """, [runID, source, scope]) else { return nil }
+                return ScopeCheckpoint(state: ScopeState(rawValue: last[1]) ?? .running, nextPage: (last[0] as Int) + 1)
+            }
+        }
+    }
+
+    /// Applies the staged log of `scopes` (in this order) to the snapshot, as
+    /// one process would have applied their pages, in the source's closing
+    /// step (whose claim fences every write). Returns the scopes' problems
+    /// recorded at their ends, in order.
+    package func applyStaged(runID: Int64, source: String, scopes: [String]) async throws(StoreSyncError) {
+        // This worker's cached digests predate the night's pages: read them again.
+        forgetDigests(source: source)
+        try loadSeen(runID: runID)
+        for scope in scopes {
+            while true {
+                // A few pages at a time: the log of a long scope is never held whole.
+                let events = try wrap {
+                    try engine.read { db in
+                        try db.rows("""
+                            SELECT seq, page, body FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? ORDER BY seq LIMIT ?
+                            """, [runID, source, scope, Self.pagesPerReplay])
+                    }
+                }
+                guard !events.isEmpty else { break }
+                var pages: [PageInput] = []
+                var end: (seq: Int64, body: String)?
+                for event in events {
+                    let seq: Int64 = event[0]
+                    if seq == Self.finishSeq {
+                        end = (seq, event[2])
+                        break
+                    }
+                    guard let page = Self.decodePage(event[2], runID: runID, source: source, scope: scope) else {
+                        throw StoreSyncError.storage(path: path, reason: "the staged page \(seq) of \(source)/\(scope) cannot be read back")
+                    }
+                    pages.append(page)
+                }
+                if !pages.isEmpty {
+                    let seqs = pages.map { Int64($0.page) }
+                    _ = try await applyNow(pages) { db in
+                        for seq in seqs {
+                            try db.execute("DELETE FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq = ?",
+                                           [runID, source, scope, seq])
+                        }
+                    }
+                }
+                if let end {
+                    let fields = (try? JSONParser.parse(end.body).objectValue) ?? [:]
+                    let state = ScopeState(rawValue: fields["state"]?.stringValue ?? "") ?? .failed
+                    let problem = fields["error"].flatMap { $0 == .null ? nil : RunProblem(json: $0) }
+                    try finishScopeNow(runID: runID, source: source, scope: scope, state: state, error: problem) { db in
+                        try db.execute("DELETE FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq = ?",
+                                       [runID, source, scope, end.seq])
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pages read and applied together in a replay (one transaction, as a crawl's batches).
+    static let pagesPerReplay = 8
+
+    // MARK: The log's pages as text
+
+    static func encode(_ page: PageInput) -> JSONValue {
+        func identities(_ list: [RecordIdentity]) -> JSONValue {
+            .array(list.map { .array([.string($0.entity.rawValue), .string($0.key)]) })
+        }
+        var object: [String: JSONValue] = [
+            "records": .array(page.records.map { record in
+                var fields: [String: JSONValue] = [
+                    "e": .string(record.entity.rawValue), "k": .string(record.key), "p": .string(record.payload),
+                    "h": .int(record.hash.sqliteValue),
+                ]
+                if let raw = record.rawHash { fields["r"] = .int(raw.sqliteValue) }
+                if let order = record.fieldOrder { fields["o"] = .array(order.map(JSONValue.string)) }
+                return .object(fields)
+            }),
+            "requests": .int(Int64(page.requests)), "skipped": .int(Int64(page.skippedRows)), "seconds": .double(page.seconds),
+            "unchanged": identities(page.unchangedKeys), "raw": identities(page.rawUnchanged),
+            "completes": .bool(page.completesScope), "drift": .int(Int64(page.driftRows)), "page": .int(Int64(page.page)),
+        ]
+        if let memo = page.memo {
+            object["memo"] = .object([
+                "url": .string(memo.url), "etag": memo.etag.map(JSONValue.string) ?? .null,
+                "lastModified": memo.lastModified.map(JSONValue.string) ?? .null, "body": .int(memo.bodyHash.sqliteValue),
+                "rows": .int(Int64(memo.rowCount)), "next": memo.hasNext.map(JSONValue.bool) ?? .null,
+            ])
+        }
+        return .object(object)
+    }
+
+    static func decodePage(_ text: String, runID: Int64, source: String, scope: String) -> PageInput? {
+        guard let fields = try? JSONParser.parse(text).objectValue, let pageNumber = fields["page"]?.intValue else { return nil }
+        func identities(_ value: JSONValue?) -> [RecordIdentity] {
+            (value?.arrayValue ?? []).compactMap { pair in
+                guard let items = pair.arrayValue, items.count == 2, let entity = items[0].stringValue.flatMap(EntityKind.init(rawValue:)),
+                      let key = items[1].stringValue else { return nil }
+                return RecordIdentity(entity: entity, key: key)
+            }
+        }
+        var records: [Catalog.Record] = []
+        for value in fields["records"]?.arrayValue ?? [] {
+            guard let record = value.objectValue, let entity = record["e"]?.stringValue.flatMap(EntityKind.init(rawValue:)),
+                  let key = record["k"]?.stringValue, let payload = record["p"]?.stringValue, let hash = record["h"]?.intValue else { return nil }
+            var decoded = Catalog.Record(entity: entity, key: key, payload: payload, hash: ContentHash(sqliteValue: hash))
+            decoded.rawHash = record["r"]?.intValue.map(ContentHash.init(sqliteValue:))
+            decoded.fieldOrder = record["o"]?.arrayValue?.compactMap(\.stringValue)
+            records.append(decoded)
+        }
+        var memo: PageMemo?
+        if let stored = fields["memo"]?.objectValue, let url = stored["url"]?.stringValue, let body = stored["body"]?.intValue {
+            memo = PageMemo(url: url, etag: stored["etag"]?.stringValue, lastModified: stored["lastModified"]?.stringValue,
+                            bodyHash: ContentHash(sqliteValue: body), rowCount: Int(stored["rows"]?.intValue ?? 0),
+                            hasNext: stored["next"].flatMap { if case .bool(let flag) = $0 { flag } else { nil } })
+        }
+        var page = PageInput(runID: runID, source: source, scope: scope, page: Int(pageNumber), records: records,
+                             requests: Int(fields["requests"]?.intValue ?? 0), skippedRows: Int(fields["skipped"]?.intValue ?? 0),
+                             seconds: fields["seconds"].flatMap { if case .double(let value) = $0 { value } else { $0.intValue.map(Double.init) } } ?? 0,
+                             unchangedKeys: identities(fields["unchanged"]), memo: memo)
+        page.rawUnchanged = identities(fields["raw"])
+        if case .bool(let completes)? = fields["completes"] { page.completesScope = completes }
+        page.driftRows = Int(fields["drift"]?.intValue ?? 0)
+        return page
+    }
+}

@@ -1,0 +1,252 @@
+import Catalog
+import Connectors
+import Crawl
+import Foundation
+import Snapshot
+import Synchronization
+
+/// How a worker of a fleet takes part in a night (`storesync run JOB --worker`).
+public struct WorkerOptions: Sendable {
+    /// The night's key: every worker of one night passes the same (the
+    /// Kubernetes Job's name, or the date in a crontab). A new key is a new night.
+    public var fleet: String
+    /// This worker's name in the store and in messages (an index, a host name).
+    public var name: String
+    /// How long a claim lasts unless renewed: a worker silent for longer (paused,
+    /// partitioned, dead) loses its scopes to the others. Renewed every third of it.
+    public var leaseSeconds: Double
+
+    public init(fleet: String, name: String, leaseSeconds: Double = 60) {
+        self.fleet = fleet
+        self.name = name
+        self.leaseSeconds = leaseSeconds
+    }
+
+    /// The leases a worker accepts: long enough for a page and its commit, short
+    /// enough that a dead worker's scopes move on the same night.
+    public static let leaseRange = 2.0...3_600.0
+}
+
+/// A value the claim loops of one worker share.
+final class Shared<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+    func withLock<T: Sendable>(_ body: (inout Value) -> T) -> T { value.withLock { body(&$0) } }
+}
+
+/// Claims held by this worker, renewed in the background between commits.
+final class HeldClaims: Sendable {
+    private let claims = Mutex<Set<ScopeClaim>>([])
+    func add(_ claim: ScopeClaim) { _ = claims.withLock { $0.insert(claim) } }
+    func remove(_ claim: ScopeClaim) { _ = claims.withLock { $0.remove(claim) } }
+    var all: [ScopeClaim] { claims.withLock { Array($0) } }
+}
+
+/// A fleet's share of a night for this worker: which scopes it crawls (claimed
+/// one at a time from the store) and whether it runs a source's closing step.
+struct FleetDealer: Sendable {
+    let store: SQLSnapshotStore
+    let worker: WorkerOptions
+    let run: RunInfo
+    let held = HeldClaims()
+
+    /// Crawls the scopes of `phase` this worker manages to claim, until every
+    /// scope is done by some worker, and returns what the whole fleet found,
+    /// scope by scope as one process would have (each scope's outcome is kept
+    /// with its claim). Nil when this worker stopped early (asked to, its
+    /// deadline, or a lost claim): what it committed stays, the rest is the others'.
+    func crawl(_ scopes: [CrawlScope], phase: String, source: SourceSpec, crawler: SourceCrawler, loops: Int,
+               stop: RunStop?) async -> (result: SourceCrawler.Result, stoppedEarly: SourceCrawler.Result?) {
+        let byID = Dictionary(scopes.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let ids = scopes.map(\.id)
+        let stopped = Shared<SourceCrawler.Result?>(nil)
+        let problems = Shared<[RunProblem]>([])
+        let sourceName = source.name
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<max(1, loops) {
+                group.addTask {
+                    while stopped.withLock({ $0 == nil ? true : false }), stop?.isRequested != true, !store.lostClaim {
+                        let answer: ClaimAnswer
+                        do throws(StoreSyncError) {
+                            answer = try store.claimScope(runID: run.id, source: sourceName, phase: phase, among: ids,
+                                                          worker: worker.name, leaseSeconds: worker.leaseSeconds)
+                        } catch {
+                            problems.withLock { $0.append(RunProblem(error, source: sourceName)) }
+                            return
+                        }
+                        switch answer {
+                        case .allDone:
+                            return
+                        case .wait(let seconds):
+                            // Bounded: at most until the soonest lease runs out, when its scope is free.
+                            try? await Task.sleep(for: .seconds(min(max(seconds, 0.05), 1)))
+                        case .claimed(let claim):
+                            guard let scope = byID[claim.scope] else { continue }
+                            store.hold(claim, runID: run.id, leaseSeconds: worker.leaseSeconds, worker: worker.name)
+                            held.add(claim)
+                            let result = await crawler.crawl([scope])
+                            held.remove(claim)
+                            if store.lostClaim { return }
+                            if !result.deadlineLeft.isEmpty || stop?.isRequested == true {
+                                // Left unfinished and unclaimed once its lease runs out: the next worker resumes it.
+                                stopped.withLock { $0 = result }
+                                return
+                            }
+                            do throws(StoreSyncError) {
+                                try store.completeClaim(claim, runID: run.id, outcome: Self.encode(result))
+                            } catch {
+                                problems.withLock { $0.append(RunProblem(error, source: sourceName)) }
+                                return
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        var total = SourceCrawler.Result()
+        if let early = stopped.withLock({ $0 }) { return (total, early) }
+        if store.lostClaim || stop?.isRequested == true { return (total, SourceCrawler.Result()) }
+        do throws(StoreSyncError) {
+            let outcomes = try store.claimOutcomes(runID: run.id, source: source.name, phase: phase)
+            for id in ids {
+                guard let outcome = outcomes[id] else { continue }
+                total.add(Self.decode(outcome))
+            }
+        } catch {
+            total.errors.append(RunProblem(error, source: source.name))
+        }
+        total.scopesTotal = ids.count
+        total.errors += problems.withLock { $0 }
+        return (total, nil)
+    }
+
+    /// Runs `body` (a source's removal pass and what stays owed) in exactly one
+    /// worker, once every scope of the source is done; the others wait for it,
+    /// so the next source starts from the finished one. Returns whether this
+    /// worker ran it.
+    func finish(source: String, phase: String = "finish", stop: RunStop?,
+                _ body: () async throws(StoreSyncError) -> String) async throws(StoreSyncError) -> Bool {
+        while stop?.isRequested != true, !store.lostClaim {
+            switch try store.claimScope(runID: run.id, source: source, phase: phase, among: ["#\(phase)"],
+                                        worker: worker.name, leaseSeconds: worker.leaseSeconds) {
+            case .allDone:
+                return false
+            case .wait(let seconds):
+                try? await Task.sleep(for: .seconds(min(max(seconds, 0.05), 1)))
+            case .claimed(let claim):
+                store.hold(claim, runID: run.id, leaseSeconds: worker.leaseSeconds, worker: worker.name)
+                held.add(claim)
+                defer { held.remove(claim) }
+                let outcome = try await body()
+                try store.completeClaim(claim, runID: run.id, outcome: outcome)
+                return true
+            }
+        }
+        return false
+    }
+
+    /// Renews this worker's claims every third of a lease while `body` runs.
+    func withHeartbeat<T: Sendable>(_ body: () async throws(StoreSyncError) -> T) async throws(StoreSyncError) -> T {
+        let beat = Task { [store, held, run, worker] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(worker.leaseSeconds / 3))
+                let claims = held.all
+                guard !claims.isEmpty else { continue }
+                // A claim lost here is found again by the next commit, which is refused.
+                _ = try? store.renew(claims, runID: run.id, leaseSeconds: worker.leaseSeconds)
+            }
+        }
+        defer { beat.cancel() }
+        return try await body()
+    }
+
+    // What a scope's crawl found, kept with its claim for the source's closing step.
+
+    static func encode(_ result: SourceCrawler.Result) -> String {
+        func strings(_ list: [String]) -> JSONValue { .array(list.sorted().map(JSONValue.string)) }
+        let object: JSONValue = .object([
+            "complete": .int(Int64(result.scopesComplete)),
+            "errors": .array(result.errors.map(\.json)),
+            "warnings": .array(result.warnings.map(\.json)),
+            "drift": .int(Int64(result.drift)),
+            "unchangedPages": .int(Int64(result.unchangedPages)),
+            "capped": strings(result.cappedScopes),
+            "gone": strings(result.goneScopes),
+            "settled": strings(Array(result.settled)),
+            "recovered": strings(result.recoveredScopes),
+        ])
+        return CanonicalJSON.string(object)
+    }
+
+    static func decode(_ text: String) -> SourceCrawler.Result {
+        var result = SourceCrawler.Result()
+        guard let fields = try? JSONParser.parse(text).objectValue else { return result }
+        func strings(_ name: String) -> [String] { fields[name]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+        result.scopesComplete = Int(fields["complete"]?.intValue ?? 0)
+        result.errors = fields["errors"]?.arrayValue?.compactMap(RunProblem.init(json:)) ?? []
+        result.warnings = fields["warnings"]?.arrayValue?.compactMap(RunProblem.init(json:)) ?? []
+        result.drift = Int(fields["drift"]?.intValue ?? 0)
+        result.unchangedPages = Int(fields["unchangedPages"]?.intValue ?? 0)
+        result.cappedScopes = strings("capped")
+        result.goneScopes = strings("gone")
+        result.settled = Set(strings("settled"))
+        result.recoveredScopes = strings("recovered")
+        return result
+    }
+}
+
+extension Runner {
+    /// One worker's part of a fleet's night: joins the night's run, crawls the
+    /// scopes it claims, closes the sources it happens to finish last, and the
+    /// last one out records the run's verdict. It writes no exports
+    /// (`storesync export` does, once the fleet is done) and takes no run lock:
+    /// the claims are the lock, scope by scope.
+    func runWorker(_ options: RunOptions, worker: WorkerOptions) async throws(StoreSyncError) -> RunReport {
+        guard WorkerOptions.leaseRange.contains(worker.leaseSeconds) else {
+            throw StoreSyncError(.invalidArguments, "--lease \(worker.leaseSeconds) is outside \(Int(WorkerOptions.leaseRange.lowerBound))…\(Int(WorkerOptions.leaseRange.upperBound)) seconds; nothing was crawled",
+                                 remedy: "Give the seconds a worker may go silent before its scopes move to another, e.g. --lease 60")
+        }
+        guard let store = try environment.store.open(job.storePath) as? SQLSnapshotStore else {
+            throw StoreSyncError(.invalidArguments, "--worker needs a PostgreSQL store (store: postgres://…)")
+        }
+        try store.requireFleet()
+        let started = clock.now()
+        let run = try store.joinFleetRun(job: job.name, fleet: worker.fleet, at: environment.now(),
+                                         simulated: environment.services.hasNights, night: options.night,
+                                         leaseSeconds: worker.leaseSeconds)
+        logger.info("worker \(worker.name) joined run \(run.id) (fleet \(worker.fleet))")
+        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
+        let dealer = FleetDealer(store: store, worker: worker, run: run)
+        var phase = try await dealer.withHeartbeat { () async throws(StoreSyncError) -> CrawlPhase in
+            try await crawl(run: run, store: store, options: options, dealer: dealer)
+        }
+        if let lost = store.lostClaimError { throw lost }
+        try store.addFleetRequests(run.id, phase.totals.requests)
+        if let reason = options.stop?.requested {
+            return try interruptedReport(run: run, phase: phase, reason: reason, store: store, started: started)
+        }
+        if !phase.deadlineLeft.isEmpty {
+            return try deadlineReport(run: run, phase: phase, store: store, started: started)
+        }
+        // The run's verdict, once every source is closed: every worker computed the same.
+        _ = try await dealer.finish(source: "#run", phase: "run", stop: options.stop) { () async throws(StoreSyncError) -> String in
+            try store.finishRun(run.id, status: phase.outcome, message: (phase.errors + phase.warnings).first?.message,
+                                at: environment.now(), exportsFollow: false)
+            var totals = phase.totals
+            totals.seconds = clock.now() - started
+            try store.recordFleetTotals(run.id, totals)
+            return ""
+        }
+        if let lost = store.lostClaimError { throw lost }
+        let counts = try store.sourceCounts(runID: run.id)
+        for index in phase.sources.indices {
+            phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
+        }
+        var report = RunReport(
+            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: phase.outcome,
+            sources: phase.sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings, errors: phase.errors,
+            seconds: clock.now() - started)
+        report.notices = try store.schemaChanges(runID: run.id).map(\.description)
+        return report
+    }
+}
