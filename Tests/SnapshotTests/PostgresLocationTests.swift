@@ -181,6 +181,18 @@ struct PostgresConnectTests {
         #expect(error?.remedy?.contains("Is PostgreSQL running") == true, "\(String(describing: error))")
     }
 
+    /// A server that accepts and never answers holds the connection no longer than connect_timeout
+    /// (the bound covers the whole startup, not only the TCP connect).
+    @Test func aSilentServerIsBoundedByConnectTimeout() throws {
+        let (listener, port) = try LoopbackListener.open()
+        defer { close(listener) }
+        let location = try PostgresLocation.parse("postgres://sync@127.0.0.1:\(port)/db?sslmode=disable&connect_timeout=1",
+                                                  environment: [:])
+        let error = #expect(throws: StoreSyncError.self) { try location.connect(logger: logger) }
+        #expect(error?.message.contains("no answer within 1 s") == true, "\(String(describing: error))")
+        #expect(error?.remedy?.contains("connect_timeout") == true)
+    }
+
     /// PGPASSWORD reaches the server: a scram-sha-256 user gets in with it, and not without it or with another.
     @Test func passwordFromTheEnvironmentAuthenticates() throws {
         let server = try TemporaryPostgres.shared()
@@ -230,7 +242,8 @@ struct PostgresConnectTests {
         let untrusted = try PostgresLocation.parse("postgres://postgres@localhost:\(port)/postgres?sslmode=require",
                                                    environment: [:])
         let refused = #expect(throws: StoreSyncError.self) { try untrusted.connect(logger: logger) }
-        #expect(refused?.message.contains("TLS failed") == true, "\(String(describing: refused))")
+        #expect(refused?.message.contains("TLS failed: the server's certificate was not accepted") == true,
+                "\(String(describing: refused))")
         #expect(refused?.remedy?.contains("sslrootcert") == true)
 
         // The certificate names localhost only: the same server by its address fails the host name
@@ -239,7 +252,8 @@ struct PostgresConnectTests {
             "postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=require&sslrootcert=\(certificates.caCertificate)",
             environment: [:])
         let misnamed = #expect(throws: StoreSyncError.self) { try byAddress.connect(logger: logger) }
-        #expect(misnamed?.message.contains("TLS failed") == true, "\(String(describing: misnamed))")
+        #expect(misnamed?.message.contains("TLS failed: the server's certificate does not name 127.0.0.1") == true,
+                "\(String(describing: misnamed))")
 
         let unencrypted = try PostgresLocation.parse("postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable",
                                                      environment: [:])
