@@ -187,8 +187,9 @@ public final class TemporaryPostgres: Sendable {
 
         // -w: pg_ctl returns once the server accepts connections, waiting at most -t seconds.
         do {
-            try Self.run(Self.closingInheritedDescriptors + prefix + [bin + "/pg_ctl", "start", "-D", directory + "/data", "-l", directory + "/server.log",
-                                    "-w", "-t", "120", "-s"])
+            try Self.run(Self.closingInheritedDescriptors + prefix
+                             + [bin + "/pg_ctl", "start", "-D", directory + "/data", "-l", directory + "/server.log",
+                                "-w", "-t", "120", "-s"])
         } catch {
             let log = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
             throw Failure(description: "PostgreSQL did not start: \(error)\n\(log)")
