@@ -323,25 +323,15 @@ package struct PostgresLocation: Sendable {
     private static let connectionIDs = Atomic<Int>(0)
 
     /// Opens a connection, blocking the calling thread (which must not be one of
-    /// NIO's event loops) for at most ``connectTimeoutSeconds``: PostgresNIO's own
-    /// timeout covers the TCP connect only, so a server that accepts and then
-    /// says nothing is bounded here too.
+    /// NIO's event loops) for at most ``connectTimeoutSeconds``: PostgresNIO
+    /// applies that bound to the whole startup (TCP, TLS, authentication), so a
+    /// server that accepts and then says nothing cannot hold a run (Invariant 8;
+    /// `aSilentServerIsBoundedByConnectTimeout` checks it).
     package func connect(logger: Logger) throws(StoreSyncError) -> PostgresConnection {
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
         let id = Self.connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue
-        let attempt = PostgresConnection.connect(on: loop, configuration: configuration, id: id, logger: logger)
-        let bounded = loop.makePromise(of: PostgresConnection.self)
-        let seconds = connectTimeoutSeconds
-        let deadline = loop.scheduleTask(in: .seconds(Int64(seconds))) {
-            bounded.fail(ConnectTimedOut(seconds: seconds))
-            // A connection that completes after the deadline has nobody to use it.
-            attempt.whenSuccess { connection in let _: EventLoopFuture<Void> = connection.close() }
-        }
-        // Both callbacks run on `loop`, so a cancelled deadline never fires after the attempt ended.
-        attempt.whenComplete { _ in deadline.cancel() }
-        attempt.cascade(to: bounded)
         do {
-            return try bounded.futureResult.wait()
+            return try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
+                                                  id: id, logger: logger).wait()
         } catch {
             throw describe(error)
         }
@@ -351,11 +341,7 @@ package struct PostgresLocation: Sendable {
     private struct Described: Error, Sendable, CustomStringConvertible {
         var description: String
         init(_ error: any Error) { description = String(describing: error) }
-    }
-
-    private struct ConnectTimedOut: Error, CustomStringConvertible {
-        var seconds: Int
-        var description: String { "no answer within \(seconds) s" }
+        init(_ text: String) { description = text }
     }
 
     /// What failed, in the reader's terms, and what to check.
@@ -371,21 +357,20 @@ package struct PostgresLocation: Sendable {
         case .pgpassword: "Check PGPASSWORD and the user \(username)"
         case .variable(let name): "Check the variable \(name) and the user \(username)"
         }
-        if let timedOut = error as? ConnectTimedOut {
-            return .storage(path: redacted, reason: "could not connect: \(timedOut)",
+        if let channelError = ((error as? PSQLError)?.underlying ?? error) as? ChannelError, case .connectTimeout = channelError {
+            return .storage(path: redacted, reason: "could not connect: no answer within \(connectTimeoutSeconds) s",
                             remedy: running + "; connect_timeout= in the URL sets the wait")
         }
-        let cause = Described(error)
         guard let psql = error as? PSQLError else {
-            return .storage(path: redacted, reason: "could not connect: \(error)", remedy: running, cause: cause)
+            return .storage(path: redacted, reason: "could not connect: \(error)", remedy: running, cause: Described(error))
         }
         if psql.code == .sslUnsupported {
             return .storage(path: redacted, reason: "could not connect: the server does not offer TLS",
                             remedy: "Turn on ssl on the server, or write sslmode=disable in the URL if the network "
-                                + "to it is trusted (plain text)", cause: cause)
+                                + "to it is trusted (plain text)")
         }
         if psql.code == .authMechanismRequiresPassword {
-            return .storage(path: redacted, reason: "could not connect: the server asks for a password", remedy: passwordHint, cause: cause)
+            return .storage(path: redacted, reason: "could not connect: the server asks for a password", remedy: passwordHint)
         }
         if psql.code == .server, let info = psql.serverInfo {
             let message = info[.message] ?? "error"
@@ -394,18 +379,24 @@ package struct PostgresLocation: Sendable {
             let remedy = state.hasPrefix("28") ? passwordHint + "; the server's pg_hba.conf decides who may connect from where"
                 : state == "3D000" ? "Create the database \(database) (createdb \(database)) or fix its name in the URL"
                 : running
-            return .storage(path: redacted, reason: "could not connect: the server said: \(message)", remedy: remedy, cause: cause)
+            return .storage(path: redacted, reason: "could not connect: the server said: \(message)", remedy: remedy)
         }
         if let underlying = psql.underlying {
             if underlying is NIOSSLError || underlying is NIOSSLExtraError || underlying is BoringSSLError {
-                let roots = rootCertificatePath.map { "the CA in sslrootcert (\($0))" } ?? "the system's CA certificates"
-                return .storage(path: redacted, reason: "could not connect: TLS failed: \(underlying)",
-                                remedy: "The server's certificate must be signed by \(roots) and name the host "
-                                    + "written in the URL; point sslrootcert= at the CA's PEM file", cause: cause)
+                let roots = rootCertificatePath.map { "the CA in sslrootcert (\($0))" } ?? "a CA the system trusts"
+                let what = (underlying as? NIOSSLExtraError) == .failedToValidateHostname
+                    ? "the server's certificate does not name \(hostForTools)"
+                    : "the server's certificate was not accepted: is it signed by \(roots)?"
+                return .storage(path: redacted, reason: "could not connect: TLS failed: \(what)",
+                                remedy: "The certificate must be signed by \(roots) and name the host written in the URL; "
+                                    + "point sslrootcert= at the PEM file of the CA that signed it",
+                                cause: Described(underlying))
             }
-            return .storage(path: redacted, reason: "could not connect: \(underlying)", remedy: running, cause: cause)
+            return .storage(path: redacted, reason: "could not connect: \(underlying)", remedy: running)
         }
-        return .storage(path: redacted, reason: "could not connect: \(psql.code)", remedy: running, cause: cause)
+        // PSQLError's description is generic on purpose; its reflection carries the details.
+        return .storage(path: redacted, reason: "could not connect: \(psql.code)", remedy: running,
+                        cause: Described(String(reflecting: psql)))
     }
 
     private var hostForTools: String {
