@@ -131,7 +131,7 @@ let package = Package(
         .testTarget(
             name: "SyncEngineTests",
             dependencies: [
-                "SyncEngine", "Connectors", "Crawl", "TestSupport", "CLibXML2",
+                "SyncEngine", "Connectors", "Crawl", "Snapshot", "TestSupport", "CLibXML2",
                 .product(name: "CSV", package: "CSV.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -15,11 +15,34 @@ public struct WorkerOptions: Sendable {
     /// How long a claim lasts unless renewed: a worker silent for longer (paused,
     /// partitioned, dead) loses its scopes to the others. Renewed every third of it.
     public var leaseSeconds: Double
+    /// How many workers share the job's per-host request budget: each keeps
+    /// its own token bucket per host, at 1/`fleetSize` of `http.requestsPerMinute`.
+    ///
+    /// Divided statically rather than enforced through the store: a token
+    /// taken from PostgreSQL per request would put a commit (and a hot row)
+    /// in front of every request of the fleet, and would make the database
+    /// the rate limiter's single point of failure. The division is exact when
+    /// all N run and errs on the polite side when fewer do (a dead worker's
+    /// share goes unused until the next night). Where the service limits each
+    /// client (the iTunes Store, by address) leave it at 1: every worker on its
+    /// own machine then has the whole per-client budget, which is the point of
+    /// a fleet.
+    public var fleetSize: Int
 
-    public init(fleet: String, name: String, leaseSeconds: Double = 60) {
+    public init(fleet: String, name: String, leaseSeconds: Double = 60, fleetSize: Int = 1) {
         self.fleet = fleet
         self.name = name
         self.leaseSeconds = leaseSeconds
+        self.fleetSize = max(1, fleetSize)
+    }
+
+    /// The job's HTTP settings with this worker's share of every per-host budget.
+    public func share(of http: HTTPSettings) -> HTTPSettings {
+        guard fleetSize > 1 else { return http }
+        var shared = http
+        shared.requestsPerMinute = http.requestsPerMinute.mapValues { $0 / Double(fleetSize) }
+        shared.defaultRequestsPerMinute = http.defaultRequestsPerMinute.map { $0 / Double(fleetSize) }
+        return shared
     }
 
     /// The leases a worker accepts: long enough for a page and its commit, short
@@ -152,8 +175,10 @@ struct FleetDealer: Sendable {
                 try? await Task.sleep(for: .seconds(worker.leaseSeconds / 3))
                 let claims = held.all
                 guard !claims.isEmpty else { continue }
-                // A claim lost here is found again by the next commit, which is refused.
-                _ = try? store.renew(claims, runID: run.id, leaseSeconds: worker.leaseSeconds)
+                // A claim lost here stops the worker at its next step; its next commit would be refused anyway.
+                if let lost = try? store.renew(claims, runID: run.id, leaseSeconds: worker.leaseSeconds).first {
+                    store.noteLost(lost, runID: run.id, worker: worker.name)
+                }
             }
         }
         defer { beat.cancel() }

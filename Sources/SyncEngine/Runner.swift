@@ -452,7 +452,8 @@ public struct Runner: Sendable {
             try? store.finishRun(run.id, status: .failed, message: error.description, at: environment.now())
             throw error
         }
-        let fetcher = Fetcher(transport: session.transport, settings: job.http, clock: clock, logger: logger)
+        let fetcher = Fetcher(transport: session.transport, settings: dealer.map { $0.worker.share(of: job.http) } ?? job.http,
+                              clock: clock, logger: logger)
 
         var phase = CrawlPhase()
         let deadlineMinutes = options.deadlineMinutes ?? job.http.deadlineMinutes

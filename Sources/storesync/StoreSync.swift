@@ -115,6 +115,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds a worker may go silent before its scopes move to another.", valueName: "seconds"))
     var lease: Double = 60
 
+    @Option(help: ArgumentHelp("Workers sharing the job's per-host request budget: each gets 1/N of http.requestsPerMinute (default: $STORESYNC_FLEET_SIZE, else 1). Leave 1 where the service limits each client, as the iTunes Store does.", valueName: "N"))
+    var fleetSize: Int?
+
     @OptionGroup var overrides: JobOverrideOptions
 
     @OptionGroup var logging: LoggingOptions
@@ -123,7 +126,10 @@ struct Run: AsyncParsableCommand {
         // The dry run's store copy is gone when it ends, and the report is read from the store.
         if json && dryRun { throw ValidationError("--json cannot be combined with --dry-run") }
         if worker && dryRun { throw ValidationError("--worker cannot be combined with --dry-run") }
-        if !worker && (fleet != nil || workerName != nil) { throw ValidationError("--fleet and --worker-name need --worker") }
+        if !worker && (fleet != nil || workerName != nil || fleetSize != nil) {
+            throw ValidationError("--fleet, --worker-name and --fleet-size need --worker")
+        }
+        if let fleetSize, fleetSize < 1 { throw ValidationError("--fleet-size must be 1 or more") }
     }
 
     func run() async throws {
@@ -135,7 +141,7 @@ struct Run: AsyncParsableCommand {
             defer { withExtendedLifetime(signals) {} }
             var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore, stop: signals.stop)
             options.deadlineMinutes = deadline
-            if worker { options.worker = Self.workerOptions(fleet: fleet, name: workerName, lease: lease) }
+            if worker { options.worker = Self.workerOptions(fleet: fleet, name: workerName, lease: lease, size: fleetSize) }
             if !noProgress, !logging.quiet {
                 let display = ProgressDisplay()
                 ProgressDisplay.active.withLock { $0 = display }
@@ -167,13 +173,14 @@ struct Run: AsyncParsableCommand {
 extension Run {
     /// A worker's identity from its flags, else from what schedulers set: a
     /// Kubernetes Indexed Job gives each pod JOB_COMPLETION_INDEX.
-    static func workerOptions(fleet: String?, name: String?, lease: Double,
+    static func workerOptions(fleet: String?, name: String?, lease: Double, size: Int?,
                               environment: [String: String] = ProcessInfo.processInfo.environment) -> WorkerOptions {
         let day = ISO8601DateFormatter.string(from: Date(), timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
         let fleetKey = fleet ?? environment["STORESYNC_FLEET"] ?? day
         let workerName = name ?? environment["JOB_COMPLETION_INDEX"].map { "worker-\($0)" }
             ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())"
-        return WorkerOptions(fleet: fleetKey, name: workerName, leaseSeconds: lease)
+        let fleetSize = size ?? environment["STORESYNC_FLEET_SIZE"].flatMap(Int.init) ?? 1
+        return WorkerOptions(fleet: fleetKey, name: workerName, leaseSeconds: lease, fleetSize: fleetSize)
     }
 }
 

@@ -157,7 +157,8 @@ extension SQLSnapshotStore {
     /// Returns the claims it no longer holds.
     package func renew(_ claims: [ScopeClaim], runID: Int64, leaseSeconds: Double) throws(StoreSyncError) -> [ScopeClaim] {
         try wrap {
-            try engine.write { db in
+            guard let postgres = engine as? PostgresEngine else { return [] }
+            return try postgres.renewals { db in
                 try claims.filter { claim in
                     try db.execute("""
                         UPDATE scope_claims SET expires_at = clock_timestamp() + ? * interval '1 second'
@@ -216,6 +217,17 @@ extension SQLSnapshotStore {
             fenceLost.withLock { $0 = $0 ?? error }
             throw error
         }
+    }
+
+    /// Records that the heartbeat found `claim` gone: the worker stops at its
+    /// next step, as if a commit had been refused (which it would be).
+    package func noteLost(_ claim: ScopeClaim, runID: Int64, worker: String) {
+        let holder = try? engine.read { db in
+            try db.value(as: String.self, "SELECT worker FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token <> ?",
+                         [runID, claim.source, claim.phase, claim.scope, claim.token])
+        }
+        let error = StoreSyncError.leaseLost(store: path, scope: "\(claim.source)/\(claim.scope)", worker: worker, holder: holder ?? nil)
+        fenceLost.withLock { $0 = $0 ?? error }
     }
 
     /// Whether a write of this worker was refused because its claim was gone.

@@ -19,43 +19,79 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     let name: String
     // One transaction at a time on each connection; NSLock rather than a
     // Mutex because a transaction's result is generic and need not be `sending`.
-    private let writer: PostgresConnection
+    private var writer: PostgresConnection
     private let writerLock = NSLock()
-    private let reader: PostgresConnection
+    private var reader: PostgresConnection
     private let readerLock = NSLock()
+    /// A worker's leases are renewed on a connection of their own: a heartbeat
+    /// must never wait behind the writer's transaction (a closing step's
+    /// replay, a claim waiting for a lock), or a busy worker would lose its scopes.
+    private var control: PostgresConnection?
+    private let controlLock = NSLock()
     let logger: Logger
+    /// Opens a connection again when the server closed one: restarted, or it
+    /// ended a session left idle in a transaction (a worker paused mid-commit).
+    private let connect: @Sendable () throws -> PostgresConnection
+    /// Settings every new connection gets (a fleet's idle timeout).
+    private var sessionSettings: [String] = []
 
-    init(name: String, logger: Logger, connect: () throws -> PostgresConnection) throws {
+    init(name: String, logger: Logger, connect: @escaping @Sendable () throws -> PostgresConnection) throws {
         self.name = name
         self.logger = logger
+        self.connect = connect
         writer = try connect()
         reader = try connect()
+    }
+
+    /// The connection, opened again first if the server closed it. Called under its lock.
+    private func live(_ connection: inout PostgresConnection) throws -> PostgresConnection {
+        guard connection.isClosed else { return connection }
+        let fresh = try connect()
+        for setting in sessionSettings { try PostgresSession(connection: fresh, logger: logger).execute(setting) }
+        connection = fresh
+        return fresh
     }
 
     deinit {
         try? writer.close().wait()
         try? reader.close().wait()
+        try? control?.close().wait()
+    }
+
+    /// Runs `body` in a transaction on the control connection (lease renewals).
+    func renewals<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        controlLock.lock()
+        defer { controlLock.unlock() }
+        var connection = try control ?? connect()
+        let live = try self.live(&connection)
+        control = live
+        return try Self.transaction(live, logger: logger, begin: "BEGIN", body)
     }
 
     func write<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         writerLock.lock()
         defer { writerLock.unlock() }
         defer { writeCount.add(1, ordering: .relaxed) }
-        return try Self.transaction(writer, logger: logger, begin: "BEGIN", body)
+        return try Self.transaction(try live(&writer), logger: logger, begin: "BEGIN", body)
     }
 
     /// Makes this engine a fleet worker's: a session idle inside a transaction
     /// (its process paused mid-commit) is ended by the server after
     /// `idleSeconds`, which releases the claim rows and locks it held.
     func joinFleet(idleSeconds: Double) throws {
-        let milliseconds = Int64(max(1, idleSeconds) * 1000)
-        for (connection, lock) in [(writer, writerLock), (reader, readerLock)] {
-            lock.lock()
-            defer { lock.unlock() }
-            // SET takes no parameters: the value is a number this code formatted.
-            try PostgresSession(connection: connection, logger: logger)
-                .execute("SET idle_in_transaction_session_timeout = \(milliseconds)")
-        }
+        // A third of a lease: a paused worker's locks are freed well before the
+        // leases of the workers waiting on them run out. A live worker never
+        // idles inside a transaction (they hold no await), so this never cuts one.
+        let milliseconds = Int64(max(0.5, idleSeconds / 3) * 1000)
+        // SET takes no parameters: the value is a number this code formatted.
+        let setting = "SET idle_in_transaction_session_timeout = \(milliseconds)"
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        readerLock.lock()
+        defer { readerLock.unlock() }
+        sessionSettings = [setting]
+        try PostgresSession(connection: try live(&writer), logger: logger).execute(setting)
+        try PostgresSession(connection: try live(&reader), logger: logger).execute(setting)
     }
 
     private let writeCount = Atomic<Int>(0)
@@ -68,7 +104,7 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     func read<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         readerLock.lock()
         defer { readerLock.unlock() }
-        return try Self.transaction(reader, logger: logger, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+        return try Self.transaction(try live(&reader), logger: logger, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
     }
 
     private static func transaction<T>(_ connection: PostgresConnection, logger: Logger, begin: String,
@@ -154,6 +190,26 @@ struct PostgresSession: SQLSession {
 
     private static let cursors = Atomic<Int>(0)
 
+    /// The longest a statement may take before the store gives up on it
+    /// (Invariant 8): a copy's largest insert or a cursor's batch takes seconds.
+    static let statementSeconds: Int64 = 600
+
+    /// Waits for `future`, at most `seconds`.
+    static func bounded<T: Sendable>(_ future: EventLoopFuture<T>, seconds: Int64) throws -> T {
+        let promise = future.eventLoop.makePromise(of: T.self)
+        let settled = Atomic<Bool>(false)
+        let timeout = future.eventLoop.scheduleTask(in: .seconds(seconds)) {
+            if !settled.exchange(true, ordering: .relaxed) {
+                promise.fail(StoreSyncError.storage(path: "postgres", reason: "no answer from the server in \(seconds) s"))
+            }
+        }
+        future.whenComplete { result in
+            timeout.cancel()
+            if !settled.exchange(true, ordering: .relaxed) { promise.completeWith(result) }
+        }
+        return try promise.futureResult.wait()
+    }
+
     static func bindings(_ arguments: [any SQLArgument]) -> PostgresBindings {
         var bindings = PostgresBindings(capacity: arguments.count)
         for argument in arguments {
@@ -174,8 +230,13 @@ struct PostgresSession: SQLSession {
         var last: PostgresQueryResult?
         for statement in statements {
             let query = PostgresQuery(unsafeSQL: statement, binds: statements.count == 1 ? Self.bindings(arguments) : PostgresBindings())
+            // A query written to a connection the server already closed is never
+            // answered: fail it here (the engine opens a new one next time).
+            guard !connection.isClosed else {
+                throw PostgresFailure(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"), sql: statement)
+            }
             do {
-                last = try connection.query(query, logger: logger).wait()
+                last = try Self.bounded(connection.query(query, logger: logger), seconds: Self.statementSeconds)
             } catch {
                 throw PostgresFailure(error, sql: statement)
             }

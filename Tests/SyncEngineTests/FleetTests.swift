@@ -1,0 +1,284 @@
+import Catalog
+import Crawl
+import Foundation
+import GRDB
+import Logging
+import Snapshot
+import StoreSim
+import SyncEngine
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 17: a night crawled by a fleet of workers on one PostgreSQL store is
+/// the night one process crawls on SQLite: the same snapshot, row for row,
+/// the same change log, the same exports, byte for byte — whatever the
+/// workers' timing, and whether one of them is killed or paused past its lease.
+@Suite(.enabled(if: TemporaryPostgres.testsEnabled, Comment(rawValue: TemporaryPostgres.skipReason)))
+struct FleetTests {
+    /// Several kinds of scope: a paged list with follow-ups (marketplace
+    /// details), searches whose records move between terms, a dependent
+    /// lookup; churn every night, removals at the first miss for the market.
+    static func yaml(store: String, faults: String) -> String {
+        """
+        name: fleet
+        store: \(store)
+        output: out
+        simulator: { seed: 7, podcasts: 300, products: 160, changed: 0.1, added: 0.03, removed: 0.03, faults: [\(faults)] }
+        sources:
+          - name: market
+            kind: marketplace
+            itemsPerPage: 20
+            detail: true
+            removal: { afterMisses: 1, maxRatio: 0.5 }
+          - name: podcasts
+            kind: itunes-search
+            terms: [news, history, science, comedy]
+            pageSize: 25
+            removal: { afterMisses: 2, maxRatio: 0.5 }
+          - { name: details, kind: itunes-lookup, from: podcasts }
+        exports:
+          - { kind: sqlite, path: fleet.sqlite }
+          - { kind: csv, directory: csv }
+          - { kind: changes-csv, path: changes.csv }
+          - kind: feed
+            feed: podcasts-updated
+            rss: feeds/podcasts.xml
+            atom: feeds/podcasts.atom
+            title: Updated podcasts
+            selfURL: https://example.com/feeds/podcasts.xml
+        """
+    }
+
+    /// Every run of both sides starts at this moment, so the exports' dates agree.
+    static let start = Date(timeIntervalSince1970: 1_790_000_000)
+
+    static func job(_ directory: URL, store: String, faults: String = "") throws -> JobSpec {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("job.yml").path
+        try yaml(store: store, faults: faults).write(toFile: path, atomically: true, encoding: .utf8)
+        return try JobLoader.load(path: path, rules: .cli)
+    }
+
+    static func environment(_ job: JobSpec) -> RunEnvironment {
+        RunEnvironment(services: job.simulator.map(SimulatedServices.init) ?? LiveServices(), now: { start },
+                       logger: Logger(label: "fleet-test"))
+    }
+
+    @Test func threeWorkersWriteWhatOneProcessWrites() async throws {
+        let directory = TestPaths.temporaryDirectory("fleet-three")
+        let single = try Self.job(directory.appendingPathComponent("single"), store: "store/snapshot.sqlite")
+        let url = try TemporaryPostgres.shared().createDatabase()
+        let fleet = try Self.job(directory.appendingPathComponent("fleet"), store: url)
+        for night in 1...3 {
+            let reference = try await Runner(job: single, environment: Self.environment(single)).run()
+            #expect(reference.outcome == .ok, "\(reference.summaryText)")
+            let reports = try await withThrowingTaskGroup(of: RunReport.self) { group in
+                for worker in 1...3 {
+                    group.addTask {
+                        var options = RunOptions()
+                        options.worker = WorkerOptions(fleet: "night-\(night)", name: "w\(worker)", leaseSeconds: 30)
+                        return try await Runner(job: fleet, environment: Self.environment(fleet)).run(options)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(reports.allSatisfy { $0.outcome == reference.outcome && $0.runID == reference.runID })
+            _ = try Reexport.run(job: fleet)
+            try StoreComparison.expectSameStore(url, single.storePath, directory: directory, label: "night \(night)")
+            try StoreComparison.expectSameExports(URL(fileURLWithPath: single.outputDirectory),
+                                                  URL(fileURLWithPath: fleet.outputDirectory))
+        }
+    }
+
+    /// Store-level: worker A stages a page of scope `s1` without a record it
+    /// held last night; worker B stages scope `s2`, which lists it now. The
+    /// closing step decides on both: the record moved, it is not removed.
+    @Test func aRecordThatMovedToAnotherWorkersScopeIsNotRemoved() async throws {
+        let url = try TemporaryPostgres.shared().createDatabase()
+        let backend = PostgresBackend()
+        func record(_ key: String, _ title: String) -> Catalog.Record {
+            Catalog.Record(entity: .podcast, key: key, fields: ["name": .string(title)])
+        }
+        func page(_ run: Int64, _ scope: String, _ records: [Catalog.Record]) -> PageInput {
+            var input = PageInput(runID: run, source: "search", scope: scope, page: 0, records: records)
+            input.completesScope = true
+            return input
+        }
+        let removal = RemovalPolicy(afterMisses: 1, maxRatio: 1)
+        // Night 1, one process: s1 lists a and b, s2 lists c.
+        do {
+            let store = try #require(try backend.open(url) as? SQLSnapshotStore)
+            let run = try store.beginRun(job: "moves", at: Self.start, simulated: false)
+            _ = try await store.apply(page(run.id, "s1", [record("a", "A"), record("b", "B")]))
+            _ = try await store.apply(page(run.id, "s2", [record("c", "C")]))
+            for scope in ["s1", "s2"] {
+                try store.finishScope(runID: run.id, source: "search", scope: scope, state: .complete, error: nil)
+                _ = try store.sweepScope(runID: run.id, source: "search", scope: scope, removal: removal)
+            }
+            try store.finishRun(run.id, status: .ok, message: nil, at: Self.start)
+        }
+        // Night 2, two workers: b moved from s1 (A's) to s2 (B's).
+        let workerA = try #require(try backend.open(url) as? SQLSnapshotStore)
+        let workerB = try #require(try backend.open(url) as? SQLSnapshotStore)
+        let run = try workerA.joinFleetRun(job: "moves", fleet: "n2", at: Self.start, simulated: false, night: nil, leaseSeconds: 30)
+        let joined = try workerB.joinFleetRun(job: "moves", fleet: "n2", at: Self.start, simulated: false, night: nil, leaseSeconds: 30)
+        #expect(joined.id == run.id)
+        for (worker, name, scope, records) in [(workerA, "A", "s1", [record("a", "A")]),
+                                               (workerB, "B", "s2", [record("b", "B"), record("c", "C")])] {
+            guard case .claimed(let claim) = try worker.claimScope(runID: run.id, source: "search", phase: "scopes", among: [scope],
+                                                                 worker: name, leaseSeconds: 30) else {
+                Issue.record("worker \(name) could not claim \(scope)")
+                return
+            }
+            worker.hold(claim, runID: run.id, leaseSeconds: 30, worker: name)
+            _ = try await worker.apply(page(run.id, scope, records))
+            try worker.finishScope(runID: run.id, source: "search", scope: scope, state: .complete, error: nil)
+            try worker.completeClaim(claim, runID: run.id, outcome: "")
+        }
+        // Worker A closes the source: the log of both scopes, then the sweeps.
+        guard case .claimed(let close) = try workerA.claimScope(runID: run.id, source: "search", phase: "finish", among: ["#finish"],
+                                                               worker: "A", leaseSeconds: 30) else {
+            Issue.record("the closing step could not be claimed")
+            return
+        }
+        workerA.hold(close, runID: run.id, leaseSeconds: 30, worker: "A")
+        try await workerA.applyStaged(runID: run.id, source: "search", scopes: ["s1", "s2"])
+        var removed = 0
+        for scope in ["s1", "s2"] {
+            removed += try workerA.sweepScope(runID: run.id, source: "search", scope: scope, removal: removal).removed
+        }
+        #expect(removed == 0)
+        let keys = try workerA.records(source: "search").map(\.key)
+        #expect(keys == ["a", "b", "c"])
+        let scopeOfB = try workerA.scopeStates().filter { $0.source == "search" }
+        #expect(scopeOfB.count == 2)
+    }
+
+    /// Worker processes: one is killed (SIGKILL) mid-scope, another paused
+    /// (SIGSTOP) past its lease; the others take their scopes over and resume
+    /// from the last staged page. The zombie, resumed (SIGCONT), commits
+    /// nothing more and exits 75 saying who took its scope. The night's store
+    /// is the single process's, row for row.
+    @Test func killedAndPausedWorkersLeaveTheSameNight() async throws {
+        let binary = try StoresyncExecutable.locate()
+        let directory = TestPaths.temporaryDirectory("fleet-kill")
+        // Slow pages (the simulator's latency), so the workers are mid-scope when they are stopped.
+        let single = try Self.job(directory.appendingPathComponent("single"), store: "store/snapshot.sqlite", faults: "\"latency:40\"")
+        let url = try TemporaryPostgres.shared().createDatabase()
+        let fleet = try Self.job(directory.appendingPathComponent("fleet"), store: url, faults: "\"latency:40\"")
+        let reference = try await Runner(job: single, environment: Self.environment(single)).run()
+        #expect(reference.outcome == .ok)
+        let logs = directory.appendingPathComponent("logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        func worker(_ name: String) throws -> ChildProcess {
+            try ChildProcess(binary.path, ["run", fleet.file, "--worker", "--fleet", "night-1", "--worker-name", name,
+                                           "--lease", "5", "--no-progress", "-q"],
+                             stdout: logs.appendingPathComponent("\(name).out").path,
+                             stderr: logs.appendingPathComponent("\(name).err").path)
+        }
+        let killed = try worker("killed")
+        let zombie = try worker("zombie")
+        // Both have staged pages, so both hold scopes mid-crawl.
+        try await StoreComparison.waitUntil("both workers staged pages", url: url) { psql in
+            try psql("SELECT count(DISTINCT worker) FROM scope_claims WHERE worker IN ('killed', 'zombie')") == "2"
+                && Int(try psql("SELECT count(*) FROM fleet_pages")) ?? 0 > 0
+        }
+        killed.kill()
+        _ = await killed.wait()
+        kill(zombie.pid, SIGSTOP)
+        // The others finish the night, the dead worker's and the paused one's scopes included.
+        let rest = try ["w1", "w2"].map(worker)
+        for child in rest {
+            let end = await child.wait()
+            let said = (try? String(contentsOf: logs.appendingPathComponent("\(child === rest[0] ? "w1" : "w2").err"), encoding: .utf8)) ?? ""
+            #expect(end == .exited(0), "\(said)")
+        }
+        let takenOver = try StoreComparison.psql(url, "SELECT count(*) FROM scope_claims WHERE takeovers > 0")
+        #expect((Int(takenOver) ?? 0) >= 1, "no scope was taken over")
+        kill(zombie.pid, SIGCONT)
+        let zombieEnd = await zombie.wait()
+        let zombieSaid = try String(contentsOf: logs.appendingPathComponent("zombie.err"), encoding: .utf8)
+        #expect(zombieEnd == .exited(75), "\(zombieSaid)")
+        #expect(zombieSaid.contains("no longer holds") && zombieSaid.contains("nothing more was committed"), "\(zombieSaid)")
+        try StoreComparison.expectSameStore(url, single.storePath, directory: directory, label: "after a kill and a zombie",
+                                            ignoreRequests: true)
+    }
+}
+
+/// Compares a fleet's PostgreSQL store with a single process's SQLite store.
+enum StoreComparison {
+    /// Columns measured in seconds: how long things took, not what was stored.
+    static let durations: [String: Set<String>] = ["runs": ["seconds"], "run_sources": ["seconds"]]
+    /// The requests a takeover repeats (a page fetched but not staged before a
+    /// kill), and the wall-clock times of worker processes (they read the real clock).
+    static let requestCounters: [String: Set<String>] = [
+        "runs": ["requests", "retries", "throttled", "not_modified", "failures", "started_at", "finished_at"],
+        "run_sources": ["requests", "pages"],
+    ]
+
+    /// The PostgreSQL store migrated into SQLite, then every table compared
+    /// with the reference, row for row (ids and rowids included).
+    static func expectSameStore(_ url: String, _ reference: String, directory: URL, label: String,
+                                ignoreRequests: Bool = false) throws {
+        let copy = directory.appendingPathComponent("copy-\(UUID().uuidString).sqlite").path
+        _ = try StoreMigration.migrate(from: url, to: copy)
+        let tables = ["store_meta", "runs", "run_sources", "changes", "records", "entities", "scopes", "run_pages", "misses",
+                      "page_memos", "pending_inputs", "field_registry"]
+        let fleet = try DatabaseQueue(path: copy)
+        let single = try DatabaseQueue(path: reference)
+        for table in tables {
+            let columns = try single.read { db in try Row.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table]) }
+                .map { $0["name"] as String }
+                .filter { !(durations[table]?.contains($0) ?? false) && !(ignoreRequests && (requestCounters[table]?.contains($0) ?? false)) }
+            let selected = ((table == "records" || table == "entities") ? ["rowid"] : []) + columns
+            let sql = "SELECT \(selected.map { "\"\($0)\"" }.joined(separator: ", ")) FROM \(table) ORDER BY \(selected.map { "\"\($0)\"" }.joined(separator: ", "))"
+            let ours = try fleet.read { db in try Row.fetchAll(db, sql: sql) }.map { $0.description }
+            let theirs = try single.read { db in try Row.fetchAll(db, sql: sql) }.map { $0.description }
+            #expect(ours.count == theirs.count, "\(label): \(table) has \(ours.count) rows on PostgreSQL, \(theirs.count) on SQLite")
+            let different = zip(ours, theirs).first { $0 != $1 }
+            #expect(different == nil, "\(label): \(table) differs: \(different.map { "\($0.0) ≠ \($0.1)" } ?? "")")
+        }
+    }
+
+    /// Every file of both output folders, byte for byte.
+    static func expectSameExports(_ single: URL, _ fleet: URL) throws {
+        func files(_ root: URL) -> [String] {
+            let enumerator = FileManager.default.enumerator(atPath: root.path)
+            var found: [String] = []
+            while let path = enumerator?.nextObject() as? String {
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path, isDirectory: &isDirectory),
+                   !isDirectory.boolValue { found.append(path) }
+            }
+            return found.sorted()
+        }
+        let names = files(single)
+        #expect(names == files(fleet))
+        #expect(names.count > 10)
+        for name in names {
+            let a = try Data(contentsOf: single.appendingPathComponent(name))
+            let b = try Data(contentsOf: fleet.appendingPathComponent(name))
+            #expect(a == b, "\(name) differs between the single process and the fleet")
+        }
+    }
+
+    static func psql(_ url: String, _ sql: String) throws -> String {
+        let database = try #require(URL(string: url)?.path.dropFirst()).description
+        return try TemporaryPostgres.shared().psql(sql, database: database).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Polls the store until `condition` holds: bounded (60 s), never a fixed sleep standing in for an event.
+    static func waitUntil(_ what: String, url: String, _ condition: (_ psql: (String) throws -> String) throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            // Before the first worker created the tables, a query fails: not yet.
+            if (try? condition({ try psql(url, $0) })) == true { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("timed out waiting until \(what)")
+        throw CancellationError()
+    }
+}
