@@ -169,10 +169,18 @@ struct FleetDealer: Sendable {
     }
 
     /// Renews this worker's claims every third of a lease while `body` runs.
+    ///
+    /// On a thread of its own, not a task: the store's calls wait for the
+    /// server synchronously, and a worker's claim loops waiting on a lock can
+    /// hold every thread of the cooperative pool (two, on two cores) for
+    /// seconds; a heartbeat queued behind them would let the worker's own
+    /// leases run out while it is alive and well.
     func withHeartbeat<T: Sendable>(_ body: () async throws(StoreSyncError) -> T) async throws(StoreSyncError) -> T {
-        let beat = Task { [store, held, run, worker] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(worker.leaseSeconds / 3))
+        let stopped = Shared(false)
+        let beat = Thread { [store, held, run, worker] in
+            while true {
+                Thread.sleep(forTimeInterval: worker.leaseSeconds / 3)
+                if stopped.withLock({ $0 }) { return }
                 let claims = held.all
                 guard !claims.isEmpty else { continue }
                 // A claim lost here stops the worker at its next step; its next commit would be refused anyway.
@@ -181,7 +189,9 @@ struct FleetDealer: Sendable {
                 }
             }
         }
-        defer { beat.cancel() }
+        beat.name = "storesync lease heartbeat"
+        beat.start()
+        defer { stopped.withLock { $0 = true } }
         return try await body()
     }
 

@@ -99,9 +99,12 @@ extension SQLSnapshotStore {
                 // Claims of one source and phase are decided one at a time.
                 try db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ["claims\t\(runID)\t\(source)\t\(phase)"])
                 var held: [String: (done: Bool, secondsLeft: Double)] = [:]
+                // FOR UPDATE: a holder's commit in flight (which renews its lease in
+                // the same transaction, however long it took) is waited for, and its
+                // renewed lease read, before a scope is judged abandoned.
                 for row in try db.rows("""
                     SELECT scope, done, EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8
-                    FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ?
+                    FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? FOR UPDATE
                     """, [runID, source, phase]) {
                     held[row[0]] = (row[1], row[2])
                 }

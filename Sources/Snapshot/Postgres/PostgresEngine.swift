@@ -62,8 +62,15 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     func renewals<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         controlLock.lock()
         defer { controlLock.unlock() }
-        var connection = try control ?? connect()
-        let live = try self.live(&connection)
+        let live: PostgresConnection
+        if var existing = control {
+            live = try self.live(&existing)
+        } else {
+            live = try connect()
+            // The fleet's settings, as every connection of a worker has them: a worker
+            // paused inside a renewal must not hold the claim rows past a lease.
+            for setting in sessionSettings { try PostgresSession(connection: live, logger: logger).execute(setting) }
+        }
         control = live
         return try Self.transaction(live, logger: logger, begin: "BEGIN", body)
     }
@@ -79,10 +86,12 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     /// (its process paused mid-commit) is ended by the server after
     /// `idleSeconds`, which releases the claim rows and locks it held.
     func joinFleet(idleSeconds: Double) throws {
-        // A third of a lease: a paused worker's locks are freed well before the
-        // leases of the workers waiting on them run out. A live worker never
-        // idles inside a transaction (they hold no await), so this never cuts one.
-        let milliseconds = Int64(max(0.5, idleSeconds / 3) * 1000)
+        // A lease: a paused worker's locks are freed when its scopes can be
+        // taken over anyway. The workers waiting on them meanwhile keep their
+        // own leases (renewed on the control connection, from a thread of its
+        // own). A live worker idles inside a transaction only while it computes
+        // between two statements, which a lease far exceeds.
+        let milliseconds = Int64(max(1, idleSeconds) * 1000)
         // SET takes no parameters: the value is a number this code formatted.
         let setting = "SET idle_in_transaction_session_timeout = \(milliseconds)"
         writerLock.lock()
@@ -157,14 +166,38 @@ struct PostgresSession: SQLSession {
     let logger: Logger
     var engine: SQLEngineKind { .postgres }
 
-    /// `?` → `$1`, `$2`… outside quoted text and identifiers; statements
-    /// separated by `;` are split (the extended protocol takes one at a time).
+    /// `?` → `$1`, `$2`… outside quoted text, identifiers and `$$` bodies;
+    /// statements separated by `;` are split (the extended protocol takes one at a time).
     static func numbered(_ sql: String) -> (statements: [String], placeholders: Int) {
         var statements: [String] = []
         var current = ""
         var count = 0
         var quote: Character?
+        var inBody = false
+        var inComment = false
+        var previous: Character?
         for character in sql {
+            defer { previous = character }
+            // A `--` comment runs to the end of its line; its words may hold quotes.
+            if inComment {
+                current.append(character)
+                if character == "\n" { inComment = false }
+                continue
+            }
+            if character == "-", previous == "-", quote == nil, !inBody {
+                inComment = true
+                current.append(character)
+                continue
+            }
+            if character == "$", previous == "$", quote == nil {
+                inBody.toggle()
+                current.append(character)
+                continue
+            }
+            if inBody {
+                current.append(character)
+                continue
+            }
             if let open = quote {
                 current.append(character)
                 if character == open { quote = nil }

@@ -8,21 +8,20 @@ import Foundation
 /// Rows keep their ids (rowids, run ids, change ids), so a copy is the same
 /// store: the same exports, the same history, the same resume point.
 enum StoreCopy {
-    /// Every table, parents before the rows that refer to them, and the
-    /// column that orders each (and is an identity on PostgreSQL, when named).
-    static let tables: [(name: String, order: String, identity: String?)] = [
-        ("store_meta", "name", nil),
-        ("runs", "id", "id"),
-        ("run_sources", "run_id, source", nil),
-        ("changes", "id", "id"),
-        ("records", "rowid", "rowid"),
-        ("entities", "rowid", "rowid"),
-        ("scopes", "source, scope", nil),
-        ("run_pages", "run_id, source, scope, page", nil),
-        ("misses", "source, entity, key", nil),
-        ("page_memos", "source, scope, page", nil),
-        ("pending_inputs", "consumer, entity, key", nil),
-        ("field_registry", "source, entity, field", nil),
+    /// Every table, parents before the rows that refer to them, and the columns that order each.
+    static let tables: [(name: String, order: String)] = [
+        ("store_meta", "name"),
+        ("runs", "id"),
+        ("run_sources", "run_id, source"),
+        ("changes", "id"),
+        ("records", "rowid"),
+        ("entities", "rowid"),
+        ("scopes", "source, scope"),
+        ("run_pages", "run_id, source, scope, page"),
+        ("misses", "source, entity, key"),
+        ("page_memos", "source, scope, page"),
+        ("pending_inputs", "consumer, entity, key"),
+        ("field_registry", "source, entity, field"),
     ]
 
     /// What a copy moved: rows per table, in ``tables`` order.
@@ -79,13 +78,6 @@ enum StoreCopy {
                                                      remedy: "Use the same storesync version on both sides")
                     }
                     try copyTable(table.name, columns: have, order: table.order, from: origin, to: target)
-                    if target.engine == .postgres, let identity = table.identity {
-                        // Rows came with their ids: the identity continues after the last.
-                        try target.execute("""
-                            SELECT setval(pg_get_serial_sequence('\(table.name)', '\(identity)'),
-                                          COALESCE((SELECT max(\(identity)) FROM \(table.name)), 0) + 1, false)
-                            """)
-                    }
                 }
             }
             let copied = try source.read { try counts($0) }
