@@ -15,6 +15,25 @@ extension SQLSnapshotStore {
         try engine.read { db in try db.value(as: Int.self, sql) }
     }
 
+    /// The store's tables as its engine's own catalogue lists them (not
+    /// ``StoreCopy/tables``, which a test of the copy must not trust), less
+    /// the schema's bookkeeping (GRDB's migrations, SQLite's internal tables,
+    /// PostgreSQL's schema version): each engine's own, made when a store is opened.
+    func tableNames() throws -> Set<String> {
+        try engine.read { db in
+            let names = switch db.engine {
+            case .sqlite:
+                try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").map { $0[0] as String }
+            case .postgres:
+                try db.rows("""
+                    SELECT table_name FROM information_schema.tables
+                    WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'
+                    """).map { $0[0] as String }
+            }
+            return Set(names.filter { !$0.hasPrefix("sqlite_") && $0 != "grdb_migrations" && $0 != "postgres_schema" })
+        }
+    }
+
     /// Every table a copy moves (``StoreCopy/tables``), its rows in the
     /// table's own order, each row's columns by name (in name order: the
     /// engines list a table's columns in different orders, SQLite's rowid
