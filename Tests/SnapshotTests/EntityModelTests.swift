@@ -1,15 +1,12 @@
 import Catalog
 import Foundation
-import GRDB
 import Snapshot
 import Testing
 import TestSupport
 
-/// One row per entity, whatever the number of sources that list it (issue 13).
+/// One row per entity, whatever the number of sources that list it (issue 13);
+/// every test runs on each engine (``StoreEngine/tested``) with the same assertions.
 @Suite struct EntityModelTests {
-    let directory = TestPaths.temporaryDirectory("entities")
-    var path: String { directory.appendingPathComponent("store.sqlite").path }
-
     /// A source that names its fields like iTunes Search does; the canonical name is `name`.
     static let search = SourceMapping(canonical: { entity, wire in
         var fields = wire
@@ -23,8 +20,8 @@ import TestSupport
         canonical: { entity, wire in CanonicalRecord(entity: entity == .listingDetail ? .listing : entity, fields: wire) },
         role: { $0 == .listingDetail ? .describes : .lists })
 
-    func store() throws -> SQLSnapshotStore {
-        let store = try SQLSnapshotStore(path: path)
+    func store(_ engine: StoreEngine) throws -> SQLSnapshotStore {
+        let store = try engine.makeStore().store
         try store.prepareEntities(["search": Self.search, "chart": Self.chart, "market": Self.market])
         return store
     }
@@ -57,8 +54,9 @@ import TestSupport
         return rows
     }
 
-    @Test func anEntityListedByTwoSourcesIsOneRowWithTheListsFieldsFirst() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func anEntityListedByTwoSourcesIsOneRowWithTheListsFieldsFirst(engine: StoreEngine) async throws {
+        let store = try store(engine)
         let (run, _) = try await night(store, [
             "search": [podcast(1, ["trackName": "Daily", "feed_url": "https://a/feed"])],
             "chart": [podcast(1, ["name": "Daily (chart)", "artwork_url": "https://a/600.jpg"]), podcast(2, ["name": "Only charted"])],
@@ -71,8 +69,9 @@ import TestSupport
         #expect(added.map(\.key).sorted() == ["1", "2"], "the second sighting of podcast 1 is not a second addition")
     }
 
-    @Test func leavingAChartIsNeitherGuardedNorADisappearanceWhileAnotherSourceListsIt() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func leavingAChartIsNeitherGuardedNorADisappearanceWhileAnotherSourceListsIt(engine: StoreEngine) async throws {
+        let store = try store(engine)
         let charted = (1...10).map { podcast($0, ["name": .string("P\($0)"), "rank": .int(Int64($0))]) }
         _ = try await night(store, ["chart": charted, "search": [podcast(3, ["trackName": "P3"])]],
                             policy: RemovalPolicy(afterMisses: 2, maxRatio: 0.1))
@@ -92,16 +91,18 @@ import TestSupport
         #expect(changes.contains { $0.key == "3" && $0.op == "changed" && $0.field == "rank" && $0.after == nil })
     }
 
-    @Test func aListThatComesBackEmptyIsNotTakenAsTheChart() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func aListThatComesBackEmptyIsNotTakenAsTheChart(engine: StoreEngine) async throws {
+        let store = try store(engine)
         _ = try await night(store, ["chart": (1...5).map { podcast($0, ["name": "P"]) }])
         let (_, removals) = try await night(store, ["chart": []])
         #expect(removals["chart"]?.guardWarning != nil)
         #expect(try rows(store).count == 5)
     }
 
-    @Test func theRatioGuardWeighsOnlyEntitiesNoOtherSourceLists() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func theRatioGuardWeighsOnlyEntitiesNoOtherSourceLists(engine: StoreEngine) async throws {
+        let store = try store(engine)
         let all = (1...10).map { podcast($0, ["trackName": "P"]) }
         let guardPolicy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
         let chartedFirst: [Catalog.Record] = (1...10).map { podcast($0, ["name": "P"]) }
@@ -119,8 +120,9 @@ import TestSupport
         #expect(try rows(store).count == 2)
     }
 
-    @Test func aListingsDetailIsPartOfItAndLeavesWithIt() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func aListingsDetailIsPartOfItAndLeavesWithIt(engine: StoreEngine) async throws {
+        let store = try store(engine)
         func listing(_ key: Int, price: Double) -> Catalog.Record {
             Catalog.Record(entity: .listing, key: String(key), fields: ["name": "Kettle", "price": .double(price)])
         }
@@ -138,8 +140,9 @@ import TestSupport
         #expect(try store.changes(runID: run.id).map(\.op) == ["removed"])
     }
 
-    @Test func changesAreLoggedInCanonicalNamesAndAddedEntitiesCarryTheirValues() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func changesAreLoggedInCanonicalNamesAndAddedEntitiesCarryTheirValues(engine: StoreEngine) async throws {
+        let store = try store(engine)
         _ = try await night(store, ["search": [podcast(1, ["trackName": "Old"])]])
         let (run, _) = try await night(store, ["search": [podcast(1, ["trackName": "New"]), podcast(2, ["trackName": "Two"])]])
         let changes = try store.changes(runID: run.id)
@@ -147,8 +150,9 @@ import TestSupport
         #expect(changes.contains { $0.op == "added" && $0.key == "2" && $0.after == #"{"name":"Two"}"# })
     }
 
-    @Test func newFieldsAndTypeChangesAreReportedOnceAfterTheFirstNight() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func newFieldsAndTypeChangesAreReportedOnceAfterTheFirstNight(engine: StoreEngine) async throws {
+        let store = try store(engine)
         let (first, _) = try await night(store, ["search": [podcast(1, ["trackName": "A", "count": 3])]])
         #expect(try store.schemaChanges(runID: first.id).isEmpty, "a source's first night is its baseline")
         let (second, _) = try await night(store, ["search": [podcast(1, ["trackName": "A", "count": 3.5, "rating": "good"])]])
@@ -162,8 +166,9 @@ import TestSupport
         #expect(try store.registeredFields(source: "search", entity: .podcast).map(\.name) == ["count", "trackName", "rating"])
     }
 
-    @Test func twoFilesWhoseRowsShareAKeyAreTwoTables() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func twoFilesWhoseRowsShareAKeyAreTwoTables(engine: StoreEngine) async throws {
+        let store = try store(engine)
         func row(_ value: JSONValue) -> Catalog.Record { Catalog.Record(entity: .record, key: "1", fields: ["id": 1, "value": value]) }
         _ = try await night(store, ["inventory": [row("bolts")], "prices": [row(2.5)]])
         let stored = try rows(store, .record)
@@ -173,8 +178,9 @@ import TestSupport
         #expect(try rows(store, .record).keys.sorted() == ["prices:1"])
     }
 
-    @Test func theSameNightCrawledAgainIsNotOneMoreMiss() async throws {
-        let store = try store()
+    @Test(arguments: StoreEngine.tested)
+    func theSameNightCrawledAgainIsNotOneMoreMiss(engine: StoreEngine) async throws {
+        let store = try store(engine)
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 1)
         func night(_ number: Int, _ keys: [Int]) async throws -> RemovalResult {
             let run = try store.beginRun(job: "t", at: Date(), simulated: true, night: number)

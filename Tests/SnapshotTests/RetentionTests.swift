@@ -6,6 +6,7 @@ import Testing
 import TestSupport
 
 /// `retention:`: history older than N days goes, live state stays, and the space comes back.
+/// What is pruned is checked on each engine (``StoreEngine/tested``); how space comes back, on SQLite's file.
 @Suite struct RetentionTests {
     let directory = TestPaths.temporaryDirectory("retention")
     var path: String { directory.appendingPathComponent("store.sqlite").path }
@@ -38,8 +39,9 @@ import TestSupport
         return count
     }
 
-    @Test func simulatedNightsKeepTheLastNDays() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func simulatedNightsKeepTheLastNDays(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         var runs: [RunInfo] = []
         for n in 1...10 { runs.append(try await night(store, n)) }
         let logged = try runs.map { try changeCount(store, runID: $0.id) }
@@ -60,8 +62,9 @@ import TestSupport
         #expect(try store.pruneHistory(olderThan: 3, before: runs[9].id).isEmpty)
     }
 
-    @Test func realRunsAgeByTheirStartTimes() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func realRunsAgeByTheirStartTimes(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         let day = 86_400.0
         var runs: [RunInfo] = []
         for n in 0..<6 { runs.append(try await night(store, nil, at: Date(timeIntervalSince1970: 1_000_000 + Double(n) * day))) }
@@ -71,8 +74,9 @@ import TestSupport
         #expect(try store.runs(limit: 100).map(\.id) == [runs[5].id, runs[4].id])
     }
 
-    @Test func neverPrunesTheCurrentRunNorOneWhoseExportsAreOwed() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func neverPrunesTheCurrentRunNorOneWhoseExportsAreOwed(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         // Night 1's crawl finished but its exports never did: a resume still needs it.
         let owed = try await night(store, 1, exportsOwed: true)
         for n in 2...6 { try await night(store, n) }
@@ -89,6 +93,7 @@ import TestSupport
         #expect(left.count == 2)
     }
 
+    /// SQLite only: VACUUM, auto_vacuum and free pages are the file's (PostgreSQL's own autovacuum hands space back).
     @Test func prunedSpaceIsHandedBackThenIncrementally() async throws {
         let store = try SQLSnapshotStore(path: path)
         var last = try await night(store, 1, count: 300, changing: 30, notes: 150)

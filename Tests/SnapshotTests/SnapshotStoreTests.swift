@@ -5,11 +5,15 @@ import Snapshot
 import Testing
 import TestSupport
 
+/// The store's semantics, on every engine: each test runs once on SQLite and
+/// once on PostgreSQL (when installed: ``StoreEngine/tested``), with the same
+/// assertions, since `SQLSnapshotStore` is one logic over both. The tests at
+/// the end are about SQLite's file itself (its bulk-load index) and run there only.
 @Suite struct SnapshotStoreTests {
     let directory = TestPaths.temporaryDirectory("snapshot")
     var path: String { directory.appendingPathComponent("store.sqlite").path }
 
-    /// The SQLite backend's file, read directly: these tests are white-box tests of that backend.
+    /// The SQLite backend's file, read directly: the SQLite-only tests are white-box tests of that file.
     func database() throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.readonly = true
@@ -32,8 +36,9 @@ import TestSupport
         PageInput(runID: run.id, source: "src", scope: scope, page: page, records: records)
     }
 
-    @Test func firstRunAddsEverythingSecondIdenticalRunWritesNothing() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func firstRunAddsEverythingSecondIdenticalRunWritesNothing(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         let first = try await store.apply(page(run1, (1...50).map { podcast($0) }))
         #expect(first.added == 50)
@@ -49,8 +54,9 @@ import TestSupport
         #expect(try store.changes(runID: run2.id).isEmpty)
     }
 
-    @Test func changedRecordsLogFieldLevelBeforeAndAfter() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func changedRecordsLogFieldLevelBeforeAndAfter(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1, name: "Old", count: 3), podcast(2)]))
         try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
@@ -66,8 +72,9 @@ import TestSupport
         #expect(changes.first?.after == "\"New\"")
     }
 
-    @Test func duplicatesWithinARunAreCountedOnce() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func duplicatesWithinARunAreCountedOnce(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         let run = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run, [podcast(1), podcast(2)], page: 0))
         let again = try await store.apply(page(run, [podcast(2), podcast(3)], page: 1))
@@ -79,25 +86,18 @@ import TestSupport
     /// Pages applied in one transaction give what they give one by one:
     /// a key met on two pages of the batch in two versions is one row, changed
     /// once (not inserted twice), and the checkpoint is the last page's.
-    @Test func aBatchOfPagesAppliesAsThePagesOneByOne() async throws {
+    @Test(arguments: StoreEngine.tested)
+    func aBatchOfPagesAppliesAsThePagesOneByOne(engine: StoreEngine) async throws {
         let pages: [[Catalog.Record]] = [
             (1...4).map { podcast($0) },
             [podcast(4, name: "Drifted"), podcast(5), podcast(5)],
             [podcast(6), podcast(1)],
         ]
-        func contents(_ store: SQLSnapshotStore, _ storePath: String) throws -> [String] {
-            var configuration = Configuration()
-            configuration.readonly = true
-            return try DatabaseQueue(path: storePath, configuration: configuration).read { db in
-                try String.fetchAll(db, sql: "SELECT key || ' ' || hash || ' ' || changed_run FROM records ORDER BY key, rowid")
-            }
-        }
         var results: [[PageResult]] = []
         var stored: [[String]] = []
         var checkpoints: [ScopeCheckpoint?] = []
         for batched in [false, true] {
-            let storePath = TestPaths.temporaryDirectory("snapshot-batch").appendingPathComponent("store.sqlite").path
-            let store = try SQLSnapshotStore(path: storePath)
+            let store = try engine.makeStore().store
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
             let inputs = pages.enumerated().map { page(run, $0.element, page: $0.offset) }
             if batched {
@@ -107,7 +107,7 @@ import TestSupport
                 for input in inputs { one.append(try await store.apply(input)) }
                 results.append(one)
             }
-            stored.append(try contents(store, storePath))
+            stored.append(try store.queryRows("SELECT key, hash, changed_run FROM records ORDER BY key, rowid"))
             checkpoints.append(try store.checkpoint(runID: run.id, source: "src", scope: "s"))
         }
         #expect(results[1] == results[0])
@@ -120,8 +120,9 @@ import TestSupport
     }
 
     /// Invariant 2: removal only after `afterMisses` complete crawls missed the record.
-    @Test func removalWaitsForConsecutiveMissesOfCompleteScopes() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func removalWaitsForConsecutiveMissesOfCompleteScopes(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 0.5)
         func night(_ keys: [Int], state: ScopeState = .complete) async throws -> RemovalResult {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
@@ -142,8 +143,9 @@ import TestSupport
         #expect(try store.records().count == 9)
     }
 
-    @Test func aRecordThatComesBackResetsItsMisses() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func aRecordThatComesBackResetsItsMisses(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 1)
         for keys in [[1, 2], [1], [1, 2], [1]] {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
@@ -156,8 +158,9 @@ import TestSupport
 
     /// A record that moved to another scope of the same source is not removed
     /// from its old scope, whatever order the scopes finish in.
-    @Test func aRecordThatMovedScopesIsChangedNotRemoved() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func aRecordThatMovedScopesIsChangedNotRemoved(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1), podcast(2, name: "News")], scope: "news"))
@@ -177,8 +180,9 @@ import TestSupport
         #expect(try store.changes(runID: run2.id).map(\.op) == ["changed"])
     }
 
-    @Test func aScopeIsSweptOnlyOncePerRun() async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested)
+    func aScopeIsSweptOnlyOncePerRun(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 3, maxRatio: 1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1), podcast(2)]))
@@ -189,16 +193,15 @@ import TestSupport
         #expect(try finish(store, run2, policy: policy).pending == 1)
         // A resumed run sweeping again must not count the miss twice.
         #expect(try store.sweepScope(runID: run2.id, source: "src", scope: "s", removal: policy) == RemovalResult())
-        let misses = try await database().read { db in try Int.fetchOne(db, sql: "SELECT count FROM misses") }
-        #expect(misses == 1)
+        #expect(try store.queryRows("SELECT count FROM misses") == ["1"])
     }
 
     /// The sweep finds unseen records from the digest index when they are few
     /// and by scanning the scope when they are many; both must remove exactly
     /// the records missed, of the swept scope only.
-    @Test(arguments: [20, 12_000])
-    func sweepsRemoveExactlyTheMissedRecordsOfTheirScope(missing: Int) async throws {
-        let store = try SQLSnapshotStore(path: path)
+    @Test(arguments: StoreEngine.tested, [20, 12_000])
+    func sweepsRemoveExactlyTheMissedRecordsOfTheirScope(engine: StoreEngine, missing: Int) async throws {
+        let store = try engine.makeStore().store
         let total = missing + 30
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         _ = try await store.apply(page(run1, (1...total).map { podcast($0) }, scope: "a"))
@@ -221,8 +224,66 @@ import TestSupport
         #expect(Set(removed.map(\.key)) == Set((1...missing).map(String.init)))
     }
 
+    @Test(arguments: StoreEngine.tested)
+    func removalGuardRefusesToEmptyAScope(engine: StoreEngine) async throws {
+        let store = try engine.makeStore().store
+        let policy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
+        let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run1, (1...100).map { podcast($0) }))
+        try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
+        let run2 = try store.beginRun(job: "t", at: Date(), simulated: false)
+        _ = try await store.apply(page(run2, (1...50).map { podcast($0) }))
+        let result = try finish(store, run2, policy: policy)
+        #expect(result.removed == 0)
+        #expect(result.guardWarning != nil)
+        #expect(try store.records().count == 100)
+    }
+
+    @Test(arguments: StoreEngine.tested)
+    func anUnfinishedRunIsResumedWithWhatItHadSeen(engine: StoreEngine) async throws {
+        let made = try engine.makeStore()
+        do {
+            let store = made.store
+            let run = try store.beginRun(job: "t", at: Date(), simulated: true)
+            #expect(run.night == 1)
+            _ = try await store.apply(page(run, [podcast(1)], page: 0))
+            // No finishRun: the process "died" here.
+        }
+        // A new process: nothing of the first store object's memory carries over.
+        let store = try made.reopen()
+        let resumed = try store.beginRun(job: "t", at: Date(), simulated: true)
+        #expect(resumed.resumed)
+        #expect(resumed.night == 1)
+        #expect(try store.checkpoint(runID: resumed.id, source: "src", scope: "s") == ScopeCheckpoint(state: .running, nextPage: 1))
+        let result = try await store.apply(page(resumed, [podcast(1), podcast(2)], page: 1))
+        #expect(result.duplicates == 1, "page 0 of the killed attempt still counts as seen")
+        try store.finishRun(resumed.id, status: .ok, message: nil, at: Date())
+        let next = try store.beginRun(job: "t", at: Date(), simulated: true)
+        #expect(next.night == 2)
+        #expect(try store.integrityCheck() == "ok")
+    }
+
+    /// Invariant 5, through the backend a job's `store:` picks: a lock file
+    /// beside a SQLite store, an advisory lock on a PostgreSQL one.
+    @Test(arguments: StoreEngine.tested)
+    func secondRunOnTheSameStoreIsLockedOut(engine: StoreEngine) throws {
+        let location = try engine.makeStore().location
+        let backend = DefaultBackend()
+        do {
+            let lock = try backend.lock(location)
+            #expect(throws: StoreSyncError.self) { try backend.lock(location) }
+            #expect(backend.lockHolder(location) != nil)
+            withExtendedLifetime(lock) {}
+        }
+        // Released with its holder: the next run takes it.
+        _ = try backend.lock(location)
+    }
+
+    // MARK: - SQLite only: the file's own key index
+
     /// A first load runs without the key index and builds it at the end; a
     /// load killed in between finds it built again when the store reopens.
+    /// SQLite only: the index dropped is the file's (PostgreSQL loads with its index).
     @Test func aBulkLoadDropsTheKeyIndexOnlyOnAnEmptyStoreAndItAlwaysComesBack() async throws {
         func keyIndexExists(_ store: SQLSnapshotStore) throws -> Bool {
             try database().read { db in
@@ -242,47 +303,6 @@ import TestSupport
         #expect(try !reopened.beginBulkLoad(), "the store is no longer empty")
         #expect(try keyIndexExists(reopened))
         #expect(try reopened.records(source: "src").count == 30)
-    }
-
-    @Test func removalGuardRefusesToEmptyAScope() async throws {
-        let store = try SQLSnapshotStore(path: path)
-        let policy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
-        let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
-        _ = try await store.apply(page(run1, (1...100).map { podcast($0) }))
-        try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
-        let run2 = try store.beginRun(job: "t", at: Date(), simulated: false)
-        _ = try await store.apply(page(run2, (1...50).map { podcast($0) }))
-        let result = try finish(store, run2, policy: policy)
-        #expect(result.removed == 0)
-        #expect(result.guardWarning != nil)
-        #expect(try store.records().count == 100)
-    }
-
-    @Test func anUnfinishedRunIsResumedWithWhatItHadSeen() async throws {
-        do {
-            let store = try SQLSnapshotStore(path: path)
-            let run = try store.beginRun(job: "t", at: Date(), simulated: true)
-            #expect(run.night == 1)
-            _ = try await store.apply(page(run, [podcast(1)], page: 0))
-            // No finishRun: the process "died" here.
-        }
-        let store = try SQLSnapshotStore(path: path)
-        let resumed = try store.beginRun(job: "t", at: Date(), simulated: true)
-        #expect(resumed.resumed)
-        #expect(resumed.night == 1)
-        #expect(try store.checkpoint(runID: resumed.id, source: "src", scope: "s") == ScopeCheckpoint(state: .running, nextPage: 1))
-        let result = try await store.apply(page(resumed, [podcast(1), podcast(2)], page: 1))
-        #expect(result.duplicates == 1, "page 0 of the killed attempt still counts as seen")
-        try store.finishRun(resumed.id, status: .ok, message: nil, at: Date())
-        let next = try store.beginRun(job: "t", at: Date(), simulated: true)
-        #expect(next.night == 2)
-        #expect(try store.integrityCheck() == "ok")
-    }
-
-    @Test func secondRunOnTheSameStoreIsLockedOut() throws {
-        let lock = try RunLock(storePath: path)
-        #expect(throws: StoreSyncError.self) { try RunLock(storePath: path) }
-        withExtendedLifetime(lock) {}
     }
 }
 
