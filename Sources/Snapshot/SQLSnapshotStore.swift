@@ -477,6 +477,9 @@ package final class SQLSnapshotStore: SnapshotStore {
             var results: [PageResult] = []
             for step in steps { results.append(try step(db, &written)) }
             try alongside?(db)
+            // Renewed again at the commit: a batch that took longer than a lease
+            // commits with its claim alive from now, not from when it began.
+            try checkFence(db, source: source, scope: pages[0].scope)
             return (results, written)
         }
         do {

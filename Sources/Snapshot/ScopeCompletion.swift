@@ -80,6 +80,8 @@ extension SQLSnapshotStore {
                 // In the pass's transaction: a kill leaves either both or neither.
                 try db.execute("UPDATE scopes SET swept_run = ?, swept_warning = ? WHERE source = ? AND scope = ?",
                                [runID, result.guardWarning, source, scope])
+                // A long pass commits with its claim renewed from now (see applyNow).
+                try checkFence(db, source: source, scope: scope)
                 removed = gone
                 cascaded = orphans
                 return result

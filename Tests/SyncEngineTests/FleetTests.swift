@@ -188,7 +188,13 @@ struct FleetTests {
         }
         killed.kill()
         _ = await killed.wait()
-        kill(zombie.pid, SIGSTOP)
+        // Paused while it holds a scope (between two claims it would hold nothing to lose).
+        try await StoreComparison.waitUntil("the zombie is paused holding a scope", url: url) { psql in
+            kill(zombie.pid, SIGSTOP)
+            if try psql("SELECT count(*) FROM scope_claims WHERE worker = 'zombie' AND NOT done") != "0" { return true }
+            kill(zombie.pid, SIGCONT)
+            return false
+        }
         // The others finish the night, the dead worker's and the paused one's scopes included.
         let rest = try ["w1", "w2"].map(worker)
         for child in rest {

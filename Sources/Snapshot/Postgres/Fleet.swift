@@ -99,12 +99,9 @@ extension SQLSnapshotStore {
                 // Claims of one source and phase are decided one at a time.
                 try db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ["claims\t\(runID)\t\(source)\t\(phase)"])
                 var held: [String: (done: Bool, secondsLeft: Double)] = [:]
-                // FOR UPDATE: a holder's commit in flight (which renews its lease in
-                // the same transaction, however long it took) is waited for, and its
-                // renewed lease read, before a scope is judged abandoned.
                 for row in try db.rows("""
                     SELECT scope, done, EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8
-                    FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? FOR UPDATE
+                    FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ?
                     """, [runID, source, phase]) {
                     held[row[0]] = (row[1], row[2])
                 }
@@ -119,7 +116,21 @@ extension SQLSnapshotStore {
                         return .claimed(ScopeClaim(source: source, phase: phase, scope: scope, token: token))
                     }
                     if claim.done { continue }
-                    if claim.secondsLeft <= 0 {
+                    if claim.secondsLeft <= 0, let recheck = try db.row("""
+                        SELECT done, EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8
+                        FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? FOR UPDATE
+                        """, [runID, source, phase, scope]) {
+                        // Locked, then read again: a holder's commit in flight (which renews
+                        // its lease in the same transaction, however long it took) is waited
+                        // for before its scope is judged abandoned. Only this row is locked,
+                        // so a claimer paused here never stops the others renewing theirs.
+                        let done: Bool = recheck[0]
+                        let secondsLeft: Double = recheck[1]
+                        if done { continue }
+                        if secondsLeft > 0 {
+                            soonest = min(soonest ?? secondsLeft, secondsLeft)
+                            continue
+                        }
                         try db.execute("""
                             UPDATE scope_claims SET worker = ?, token = ?, expires_at = clock_timestamp() + ? * interval '1 second',
                                 takeovers = takeovers + 1
@@ -157,7 +168,9 @@ extension SQLSnapshotStore {
     }
 
     /// Renews the leases of `claims` (a worker's heartbeat between commits).
-    /// Returns the claims it no longer holds.
+    /// Returns the claims it no longer holds: another token, or a lease that
+    /// ran out before the scope was done (one done meanwhile, since the
+    /// heartbeat listed it, is still this worker's).
     package func renew(_ claims: [ScopeClaim], runID: Int64, leaseSeconds: Double) throws(StoreSyncError) -> [ScopeClaim] {
         try wrap {
             guard let postgres = engine as? PostgresEngine else { return [] }
@@ -165,8 +178,8 @@ extension SQLSnapshotStore {
                 try claims.filter { claim in
                     try db.execute("""
                         UPDATE scope_claims SET expires_at = clock_timestamp() + ? * interval '1 second'
-                        WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ? AND NOT done
-                            AND expires_at > clock_timestamp()
+                        WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ?
+                            AND (done OR expires_at > clock_timestamp())
                         """, [leaseSeconds, runID, claim.source, claim.phase, claim.scope, claim.token]) == 0
                 }
             }

@@ -128,6 +128,11 @@ final class PostgresRunLock: Sendable {
     }
 
     deinit {
+        // Released before the connection closes: the server ends a session (and
+        // frees its locks) a moment after the client hangs up, and a command
+        // started right after this one (export after run) would find it taken.
+        _ = try? PostgresSession(connection: connection, logger: Logger(label: "storesync.postgres"))
+            .execute("SELECT pg_advisory_unlock(?)", [PostgresBackend.runLockKey])
         try? connection.close().wait()
     }
 }
