@@ -73,8 +73,9 @@ extension Benchmark {
         return Int(tool.dropFirst("PostgreSQL, ".count).prefix { $0.isNumber })
     }
 
-    /// What one process's `--json` run report says it did: pages fetched
-    /// (every source's) and requests refused as throttled.
+    /// What one process's `--json` run report says: pages fetched (every
+    /// source's; a worker reports its run's, the whole fleet's) and requests
+    /// refused as throttled (a worker's own).
     package struct RunFigures: Sendable, Equatable {
         package var pages = 0
         package var throttled = 0
@@ -104,7 +105,7 @@ extension Benchmark {
               # The simulator's per-client limit is what binds, not the client's own:
               # a refused request waits its Retry-After and is tried again.
               defaultRequestsPerMinute: 1000000
-              maxAttempts: 50
+              maxAttempts: 20
             sources:
               - name: podcasts
                 kind: itunes-search
@@ -202,14 +203,16 @@ extension Benchmark {
                     log("  \(task) · \(Self.fleetTool(workers: workers)): a worker exited \(m.exitCode), skipped (see \(stderrLog))")
                     return nil
                 }
-                sum.pages += read.pages
+                // A worker's report counts the pages of the whole fleet's run (the
+                // store's counts), but only its own requests.
+                sum.pages = max(sum.pages, read.pages)
                 sum.throttled += read.throttled
                 peak = max(peak, m.peakRSS)
             }
             times.append(seconds)
             figures = sum
         }
-        var note = "\(workers) processes, one PostgreSQL"
+        var note = workers == 1 ? "1 process, PostgreSQL" : "\(workers) processes, one PostgreSQL"
         if let expectedPages, expectedPages != figures.pages {
             note += "; MISMATCH: SQLite fetched \(expectedPages) pages"
         }
