@@ -27,6 +27,33 @@ enum ProcessMeasure {
     /// (default /dev/null) and stderr to `stderrPath`.
     static func run(_ argv: [String], stdoutPath: String = "/dev/null", stderrPath: String,
                     directory: String? = nil) throws -> Measurement {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let pid = try spawn(argv, stdoutPath: stdoutPath, stderrPath: stderrPath, directory: directory)
+        return try wait(pid, argv, startedAt: started)
+    }
+
+    /// Starts every command at once and waits for all of them: the wall time
+    /// from the first start to the last exit, and each one's own measurement
+    /// (its seconds from that common start to its own exit).
+    static func runTogether(_ commands: [(argv: [String], stdoutPath: String)], stderrPath: String)
+        throws -> (seconds: Double, each: [Measurement]) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var pids: [pid_t] = []
+        do {
+            for command in commands {
+                pids.append(try spawn(command.argv, stdoutPath: command.stdoutPath, stderrPath: stderrPath))
+            }
+        } catch {
+            // None of the started ones may outlive a failed start.
+            for pid in pids { kill(pid, SIGTERM) }
+            for (pid, command) in zip(pids, commands) { _ = try? wait(pid, command.argv, startedAt: started) }
+            throw error
+        }
+        let each = try zip(pids, commands).map { try wait($0, $1.argv, startedAt: started) }
+        return (each.map(\.seconds).max() ?? 0, each)
+    }
+
+    static func spawn(_ argv: [String], stdoutPath: String, stderrPath: String, directory: String? = nil) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -36,9 +63,13 @@ enum ProcessMeasure {
         var cArgs = command.map { strdup($0) } + [nil]
         defer { for arg in cArgs { free(arg) } }
         var pid: pid_t = 0
-        let started = DispatchTime.now().uptimeNanoseconds
         let status = posix_spawnp(&pid, command[0], &actions, nil, &cArgs, environ)
         guard status == 0 else { throw Failed(command: argv, reason: String(cString: strerror(status))) }
+        return pid
+    }
+
+    /// Waits for `pid` and measures it: wall time since `startedAt` (uptime nanoseconds), peak RSS, exit code.
+    static func wait(_ pid: pid_t, _ argv: [String], startedAt started: UInt64) throws -> Measurement {
         var waitStatus: Int32 = 0
         var usage = rusage()
         var result: pid_t

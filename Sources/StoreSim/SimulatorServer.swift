@@ -63,10 +63,13 @@ public final class SimulatorServer: Sendable {
 
     /// Starts serving `world` on `host:port` (port 0 = any free port) and
     /// returns once the server is bound and accepting connections.
+    /// `clientRateLimit` (default none) answers each client past its budget
+    /// with 429 and `Retry-After`, as the iTunes Store does.
     /// Throws when the address cannot be bound (e.g. the port is in use).
     public static func start(world: World, night: Int, host: String = "127.0.0.1", port: Int = 0,
+                             clientRateLimit: ClientRateLimit? = nil,
                              logger: Logger = Logger(label: "storesim")) async throws -> SimulatorServer {
-        let state = ServerState(world: world, night: night)
+        let state = ServerState(world: world, night: night, clientRateLimit: clientRateLimit)
 
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let urlHost = host.contains(":") ? "[\(host)]" : host
@@ -118,7 +121,8 @@ public final class SimulatorServer: Sendable {
     public var requestCount: Int { state.requestCount }
 
     /// How many requests each transient fault has hit so far, by fault name
-    /// (`drift` counts shifted pages, `latency` delayed answers).
+    /// (`drift` counts shifted pages, `latency` delayed answers,
+    /// `client-rate-limit` the requests refused by the per-client limit).
     public var injectedFaults: [String: Int] { state.injectedFaults }
 
     /// Stops the server and returns when it has stopped: the listening socket
@@ -175,6 +179,11 @@ struct SimResponder: HTTPResponder {
             return SimulatorServer.response(SimResponse(status: 405, contentType: "text/plain; charset=utf-8",
                                                         body: Array("Method Not Allowed".utf8)))
         }
+        if let limiter = state.clientLimiter,
+           let wait = limiter.take(client: request.headers[.userAgent] ?? "", now: state.secondsSinceStart) {
+            state.countFault(ServerState.clientRateLimitName)
+            return SimulatorServer.response(ClientRateLimiter.refusal(retryAfter: wait))
+        }
         let night = state.night
         let path = request.uri.path
         let query = request.uri.query
@@ -211,12 +220,24 @@ struct SimResponder: HTTPResponder {
 final class ServerState: Sendable {
     let world: World
     let faults: FaultEngine
+    /// Nil unless the server was started with a per-client limit.
+    let clientLimiter: ClientRateLimiter?
+    /// The name the per-client limit's refusals are counted under in ``injectedFaults``.
+    static let clientRateLimitName = "client-rate-limit"
+    private let started = ContinuousClock.now
     private let mutable: Mutex<(night: Int, requests: Int)>
 
-    init(world: World, night: Int) {
+    init(world: World, night: Int, clientRateLimit: ClientRateLimit? = nil) {
         self.world = world
         faults = FaultEngine(plan: world.config.faults, seed: world.config.seed)
+        clientLimiter = clientRateLimit.map(ClientRateLimiter.init(limit:))
         mutable = Mutex((night, 0))
+    }
+
+    /// Monotonic seconds since the server started: the limiter's clock.
+    var secondsSinceStart: Double {
+        let elapsed = (ContinuousClock.now - started).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
     }
 
     private let faultCounts = Mutex<[String: Int]>([:])

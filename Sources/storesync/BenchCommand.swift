@@ -11,7 +11,9 @@ struct BenchCommand: AsyncParsableCommand {
             processes, storesync and every peer it finds: night-1 load, night-2 apply (checked against the \
             generator's truth), CSV export, an RSS feed of 100k items, and a crawl of the simulator over \
             loopback HTTP (100 records a page, the most the marketplace serves), and every export of the demo job over a store of 200k products \
-            and 200k podcasts (20k with --quick; --export-store N). Prints medians, records/s, peak RSS \
+            and 200k podcasts (20k with --quick; --export-store N), and (task fleet, with PostgreSQL installed) one night of a \
+            search job crawled from a simulator that limits each client to 600 requests a minute, by one SQLite process and \
+            by 1, 2 and 4 workers on a throwaway PostgreSQL, then again with no limit. Prints medians, records/s, peak RSS \
             and each tool's time relative to storesync, then each performance target as met or missed (most are a ratio \
             to a peer in the same run). --scale 100k 1M 10M runs the whole benchmark at each size and prints how each \
             task's time and memory grew; it refuses at once a size the work folder's disk cannot hold. Build with -c \
@@ -38,7 +40,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The peers' folder, holding gen_catalog.py.")
     var peers = "../shared/bench"
 
-    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss, http, exports.")
+    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss, http, exports, fleet.")
     var task: [String] = []
 
     @Option(help: "Products and podcasts each in the exports task's store (default 200000; 20000 with --quick).")
@@ -47,11 +49,23 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The demo job whose exports the exports task measures.")
     var demoJob = "jobs/demo.yml"
 
+    @Option(parsing: .upToNextOption, help: "The fleet task's numbers of workers, each measured.")
+    var fleetWorkers: [Int] = [1, 2, 4]
+
+    @Option(help: "The fleet task simulator's limit per client, requests a minute (the iTunes Store's is about 20).")
+    var clientRequestsPerMinute: Double = 600
+
     func validate() throws {
         for size in scale where Benchmark.records(scale: size) == nil {
             throw ValidationError("--scale \(size): expected a number of records such as 100k, 1M or 10M")
         }
         if !scale.isEmpty, records != nil { throw ValidationError("--scale and --records both set the size: pass one") }
+        if fleetWorkers.isEmpty || fleetWorkers.contains(where: { !(1...64).contains($0) }) {
+            throw ValidationError("--fleet-workers: numbers of workers from 1 to 64, e.g. --fleet-workers 1 2 4")
+        }
+        if !(clientRequestsPerMinute > 0 && clientRequestsPerMinute.isFinite) {
+            throw ValidationError("--client-requests-per-minute must be a positive number")
+        }
     }
 
     func run() async throws {
@@ -65,7 +79,9 @@ struct BenchCommand: AsyncParsableCommand {
                 workDirectory: URL(fileURLWithPath: work).standardizedFileURL.path,
                 peersDirectory: URL(fileURLWithPath: peers).standardizedFileURL.path, executable: executable,
                 tasks: Set(task), exportStoreSize: exportStore ?? (size < 1_000_000 ? 20_000 : 200_000),
-                demoJob: URL(fileURLWithPath: demoJob).standardizedFileURL.path)
+                demoJob: URL(fileURLWithPath: demoJob).standardizedFileURL.path,
+                fleetWorkers: fleetWorkers.contains(1) ? fleetWorkers : [1] + fleetWorkers,
+                clientRequestsPerMinute: clientRequestsPerMinute)
             let bench = Benchmark(options: options) { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             do {
                 let rows = try bench.run()

@@ -49,6 +49,11 @@ struct Simulate: AsyncParsableCommand {
             help: "Faults to switch on, NAME[:VALUE], repeatable or comma-separated; see the list above.")
     var faultOptions: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "Refuse each client past this many requests a minute with 429 and Retry-After, as the iTunes Store does (about 20); clients are told apart by User-Agent. Off by default.",
+        valueName: "n"))
+    var clientRequestsPerMinute: Double?
+
     var faults: [String] {
         faultOptions.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty }
     }
@@ -57,16 +62,20 @@ struct Simulate: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard night >= 1 else { throw ValidationError("--night starts at 1") }
         do { _ = try FaultPlan.parse(faults) } catch { throw ValidationError("\(error)") }
+        if let limit = clientRequestsPerMinute, !(limit > 0 && limit.isFinite) {
+            throw ValidationError("--client-requests-per-minute must be a positive number")
+        }
     }
 
     func run() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let plan = try FaultPlan.parse(faults)
         let world = World(config: SimulatorConfig(seed: seed, podcastCount: podcasts, productCount: products, faults: plan))
-        let server = try await SimulatorServer.start(world: world, night: night, host: host, port: port)
+        let server = try await SimulatorServer.start(world: world, night: night, host: host, port: port,
+                                                     clientRateLimit: clientRequestsPerMinute.map { ClientRateLimit(requestsPerMinute: $0) })
         // Unbuffered, so a script that started us in the background can read the address at once.
         let banner = """
-            storesync simulator: night \(night), seed \(seed), faults \(plan) — serving \(server.baseURL.absoluteString)
+            storesync simulator: night \(night), seed \(seed), faults \(plan)\(clientRequestsPerMinute.map { ", \(Int($0)) requests/minute per client" } ?? "") — serving \(server.baseURL.absoluteString)
             try: curl '\(server.baseURL.absoluteString)/search?term=news&media=podcast&limit=2'
 
             """
