@@ -57,21 +57,14 @@ final class Shared<Value: Sendable>: Sendable {
     func withLock<T: Sendable>(_ body: (inout Value) -> T) -> T { value.withLock { body(&$0) } }
 }
 
-/// Claims held by this worker, renewed in the background between commits.
-final class HeldClaims: Sendable {
-    private let claims = Mutex<Set<ScopeClaim>>([])
-    func add(_ claim: ScopeClaim) { _ = claims.withLock { $0.insert(claim) } }
-    func remove(_ claim: ScopeClaim) { _ = claims.withLock { $0.remove(claim) } }
-    var all: [ScopeClaim] { claims.withLock { Array($0) } }
-}
-
 /// A fleet's share of a night for this worker: which scopes it crawls (claimed
 /// one at a time from the store) and whether it runs a source's closing step.
 struct FleetDealer: Sendable {
     let store: SQLSnapshotStore
     let worker: WorkerOptions
     let run: RunInfo
-    let held = HeldClaims()
+    /// Claims this worker holds, renewed in the background between commits.
+    let held = Shared<Set<ScopeClaim>>([])
 
     /// Crawls the scopes of `phase` this worker manages to claim, until every
     /// scope is done by some worker, and returns what the whole fleet found,
@@ -106,9 +99,9 @@ struct FleetDealer: Sendable {
                         case .claimed(let claim):
                             guard let scope = byID[claim.scope] else { continue }
                             store.hold(claim, runID: run.id, leaseSeconds: worker.leaseSeconds, worker: worker.name)
-                            held.add(claim)
+                            _ = held.withLock { $0.insert(claim) }
                             let result = await crawler.crawl([scope])
-                            held.remove(claim)
+                            _ = held.withLock { $0.remove(claim) }
                             if store.lostClaim { return }
                             if !result.deadlineLeft.isEmpty || stop?.isRequested == true {
                                 // Left unfinished and unclaimed once its lease runs out: the next worker resumes it.
@@ -158,8 +151,8 @@ struct FleetDealer: Sendable {
                 try? await Task.sleep(for: .seconds(min(max(seconds, 0.05), 1)))
             case .claimed(let claim):
                 store.hold(claim, runID: run.id, leaseSeconds: worker.leaseSeconds, worker: worker.name)
-                held.add(claim)
-                defer { held.remove(claim) }
+                _ = held.withLock { $0.insert(claim) }
+                defer { _ = held.withLock { $0.remove(claim) } }
                 let outcome = try await body()
                 try store.completeClaim(claim, runID: run.id, outcome: outcome)
                 return true
@@ -181,7 +174,7 @@ struct FleetDealer: Sendable {
             while true {
                 Thread.sleep(forTimeInterval: worker.leaseSeconds / 3)
                 if stopped.withLock({ $0 }) { return }
-                let claims = held.all
+                let claims = held.withLock { Array($0) }
                 guard !claims.isEmpty else { continue }
                 // A claim lost here stops the worker at its next step; its next commit would be refused anyway.
                 if let lost = try? store.renew(claims, runID: run.id, leaseSeconds: worker.leaseSeconds).first {

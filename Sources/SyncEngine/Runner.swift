@@ -530,7 +530,7 @@ public struct Runner: Sendable {
             concurrency: job.http.concurrency, progress: progress, deadline: deadline, stop: stop)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
         // The first load of an empty snapshot builds its key index once at the end.
-        let bulkLoad = dealer == nil ? ((try? store.beginBulkLoad()) ?? false) : false
+        let bulkLoad = (try? store.beginBulkLoad()) ?? false
         var result: SourceCrawler.Result
         var fleetEarly: SourceCrawler.Result?
         if let dealer {
@@ -660,8 +660,8 @@ public struct Runner: Sendable {
             closing.settled = result.settled
             do throws(StoreSyncError) {
                 _ = try await dealer.finish(source: source.name, stop: stop) { () async throws(StoreSyncError) -> String in
+                    // Also what makes the removal pass see the whole fleet's crawl (even with no follow-ups).
                     try await dealer.store.applyStaged(runID: run.id, source: source.name, scopes: followUps.map(\.id))
-                    try dealer.store.refreshForSweep(runID: run.id, source: source.name)
                     if inputRequest?.selection == .newOrChanged {
                         keepPending(consumer: source.name, scopes: scopes, result: &closing, store: store)
                     }

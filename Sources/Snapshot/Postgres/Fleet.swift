@@ -201,15 +201,6 @@ extension SQLSnapshotStore {
         }
     }
 
-    /// Reads again every key this run's committed pages saw, whichever worker
-    /// committed them, and forgets `source`'s cached digests: a removal pass
-    /// decides on the whole fleet's crawl, never on one worker's.
-    package func refreshForSweep(runID: Int64, source: String) throws(StoreSyncError) {
-        try loadSeen(runID: runID)
-        forgetDigests(source: source)
-        unseenByScope.withLock { $0[source] = nil }
-    }
-
     static func fenceKey(_ source: String, _ scope: String) -> String { "\(source)\t\(scope)" }
 
     /// Within a write transaction: fails unless this worker still holds the

@@ -57,7 +57,7 @@ extension SQLSnapshotStore {
         }
         return pages.map { page in
             var result = PageResult()
-            result.unread = page.unchangedKeys.isEmpty ? 0 : page.unchangedKeys.count
+            result.unread = page.unchangedKeys.count
             return result
         }
     }
@@ -98,11 +98,16 @@ extension SQLSnapshotStore {
 
     /// Applies the staged log of `scopes` (in this order) to the snapshot, as
     /// one process would have applied their pages, in the source's closing
-    /// step (whose claim fences every write). Returns the scopes' problems
-    /// recorded at their ends, in order.
+    /// step (whose claim fences every write).
+    ///
+    /// It starts from what the whole fleet committed, whichever worker applied
+    /// it: the keys every applied page of the run saw, and the source's stored
+    /// digests read again (this worker's cache predates the night's pages). The
+    /// removal pass that follows in the same step decides on that whole crawl,
+    /// never on one worker's.
     package func applyStaged(runID: Int64, source: String, scopes: [String]) async throws(StoreSyncError) {
-        // This worker's cached digests predate the night's pages: read them again.
         forgetDigests(source: source)
+        unseenByScope.withLock { $0[source] = nil }
         try loadSeen(runID: runID)
         for scope in scopes {
             while true {
