@@ -30,6 +30,11 @@ import Darwin
           - { kind: run-report, path: report.json }
         """
 
+    /// Three times the pages: a dry run's second night is cheaper than a first
+    /// (nothing is written), and on a loaded machine 20 pages could end before
+    /// the signal sent after the first one arrived.
+    static let longYAML = yaml.replacingOccurrences(of: "products: 400", with: "products: 1200")
+
     /// Forty products, no latency: for what needs a store, not a slow crawl.
     static let fastYAML = yaml.replacingOccurrences(of: "products: 400, faults: [\"latency:200\"]", with: "products: 40")
 
@@ -69,7 +74,7 @@ import Darwin
 
     @Test(.timeLimit(.minutes(3)))
     func sigtermDuringADryRunRemovesTheStoreCopy() async throws {
-        let job = try KillTestJob(label: "sig-dry", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        let job = try KillTestJob(label: "sig-dry", binary: try StoresyncExecutable.locate(), yaml: Self.longYAML)
         defer { try? FileManager.default.removeItem(at: job.directory) }
         let first = try await CLIConventionsTests().cli(job, ["run", job.jobPath, "--night", "1", "-q"])
         try #require(first.termination == .exited(0), "\(first)")
