@@ -81,23 +81,63 @@ struct EntityWriter {
     /// The fields a sighting's source owns (``SourceMapping/owns``).
     let owns: (Sighting) -> Set<String>
 
+    /// On PostgreSQL, the entity rows this writer read or wrote, by kind and
+    /// key (nil: known absent): read a page at a time (``prefetch(_:)``), not
+    /// a round trip each, and kept as this writer changes them. SQLite reads
+    /// in process and keeps none.
+    private let cache: EntityRowCache?
+
     init(_ db: any SQLSession, runID: Int64, logAddedValues: Bool, owns: @escaping (Sighting) -> Set<String> = { _ in [] }) throws {
         self.owns = owns
         self.db = db
         self.runID = runID
         self.logAddedValues = logAddedValues
+        cache = db.engine == .postgres ? EntityRowCache() : nil
+    }
+
+    private static let columns = "rowid, fields, hash, sources, parts"
+
+    private static func entityRow(_ row: SQLRow) -> EntityRow {
+        EntityRow(rowid: row[0], fieldsText: row[1], hash: row[2], sightings: Sighting.decode(row[3]), partsText: row[4])
     }
 
     func row(_ entity: EntityKind, _ key: String) throws -> EntityRow? {
-        guard let row = try db.row("SELECT rowid, fields, hash, sources, parts FROM entities WHERE entity = ? AND key = ?",
-                                   [entity.rawValue, key]) else { return nil }
-        return EntityRow(rowid: row[0], fieldsText: row[1], hash: row[2], sightings: Sighting.decode(row[3]), partsText: row[4])
+        if let cache, let known = cache.rows[EntityRowCache.Key(entity: entity, key: key)] { return known }
+        let found = try db.row("SELECT \(Self.columns) FROM entities WHERE entity = ? AND key = ?",
+                               [entity.rawValue, key]).map(Self.entityRow)
+        cache?.rows[EntityRowCache.Key(entity: entity, key: key)] = .some(found)
+        return found
+    }
+
+    /// Reads the rows of these entities in a few queries (PostgreSQL; a no-op on SQLite).
+    func prefetch(_ identities: some Sequence<(entity: EntityKind, key: String)>) throws {
+        guard let cache else { return }
+        var byKind: [EntityKind: Set<String>] = [:]
+        for identity in identities where cache.rows[EntityRowCache.Key(entity: identity.entity, key: identity.key)] == nil {
+            byKind[identity.entity, default: []].insert(identity.key)
+        }
+        for (kind, keys) in byKind.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let keys = keys.sorted()
+            for start in stride(from: 0, to: keys.count, by: 1000) {
+                let chunk = Array(keys[start..<min(start + 1000, keys.count)])
+                for key in chunk { cache.rows[EntityRowCache.Key(entity: kind, key: key)] = .some(nil) }
+                let placeholders = repeatElement("?", count: chunk.count).joined(separator: ", ")
+                for row in try db.rows("SELECT \(Self.columns), key FROM entities WHERE entity = ? AND key IN (\(placeholders))",
+                                       [kind.rawValue] + chunk) {
+                    cache.rows[EntityRowCache.Key(entity: kind, key: row[5])] = .some(Self.entityRow(row))
+                }
+            }
+        }
+    }
+
+    private func remember(_ entity: EntityKind, _ key: String, _ row: EntityRow?) {
+        cache?.rows[EntityRowCache.Key(entity: entity, key: key)] = .some(row)
     }
 
     func log(_ source: String, _ entity: EntityKind, _ key: String, _ op: String,
              field: String? = nil, before: String? = nil, after: String? = nil) throws {
-        try db.execute("INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       [runID, source, entity.rawValue, key, op, field, before, after])
+        try db.queueInsert(into: "changes", columns: ["run_id", "source", "entity", "key", "op", "field", "before", "after"],
+                           values: [runID, source, entity.rawValue, key, op, field, before, after], id: "id")
     }
 
     /// A sighting was added or its record changed: merge its canonical fields in.
@@ -110,10 +150,12 @@ struct EntityWriter {
         guard let row = try row(entity, key) else {
             let bytes = CanonicalJSON.encodeObject(canonical.fields)
             let text = String(decoding: bytes, as: UTF8.self)
-            try db.execute("""
-                INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
-                """, [entity.rawValue, key, text, ContentHash(bytes: bytes).sqliteValue, Sighting.encode([sighting]),
-                      addedRun ?? runID, addedRun ?? runID])
+            let hash = ContentHash(bytes: bytes).sqliteValue
+            let rowid = try db.queueInsert(
+                into: "entities", columns: ["entity", "key", "fields", "hash", "sources", "parts", "added_run", "changed_run"],
+                values: [entity.rawValue, key, text, hash, Sighting.encode([sighting]), SQLValue.null, addedRun ?? runID, addedRun ?? runID],
+                id: "rowid")
+            remember(entity, key, EntityRow(rowid: rowid ?? 0, fieldsText: text, hash: hash, sightings: [sighting], partsText: nil))
             if log { try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil) }
             return
         }
@@ -132,7 +174,8 @@ struct EntityWriter {
         guard let row = try row(entity, key) else { return [] }
         let sightings = row.sightings.filter { $0.partKey != sighting.partKey }
         guard sightings.contains(where: \.keepsAlive) else {
-            try db.execute("DELETE FROM entities WHERE rowid = ?", [row.rowid])
+            try db.queueDelete(from: "entities", where: [.integer("rowid")], [row.rowid])
+            remember(entity, key, nil)
             try log(sighting.source, entity, key, "removed", before: row.fieldsText)
             return sightings
         }
@@ -159,21 +202,27 @@ struct EntityWriter {
             let object = JSONValue.object(parts.filter { key, _ in sightings.contains { $0.partKey == key } }.mapValues(JSONValue.object))
             partsText = String(decoding: CanonicalJSON.encode(object), as: UTF8.self)
         }
+        let fieldsText = String(decoding: bytes, as: UTF8.self)
         if hash == row.hash {
             guard sourcesText != Sighting.encode(row.sightings) || partsText != row.partsText else { return }
             // Who sees it changed, not what it is: `changed_run` stays.
-            try db.execute("UPDATE entities SET sources = ?, parts = ? WHERE rowid = ?",
-                           [sourcesText, partsText, row.rowid])
+            try db.queueUpdate("entities", key: .integer("rowid"), row.rowid, set: [.text("sources"), .text("parts")],
+                               [sourcesText, partsText])
+            remember(entity, key, EntityRow(rowid: row.rowid, fieldsText: row.fieldsText, hash: row.hash,
+                                            sightings: sightings, partsText: partsText))
             return
         }
+        remember(entity, key, EntityRow(rowid: row.rowid, fieldsText: fieldsText, hash: hash, sightings: sightings, partsText: partsText))
         guard log else {
             // Re-derived, not changed: what the sources said is what they said then.
-            try db.execute("UPDATE entities SET fields = ?, hash = ?, sources = ?, parts = ? WHERE rowid = ?",
-                           [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, row.rowid])
+            try db.queueUpdate("entities", key: .integer("rowid"), row.rowid,
+                               set: [.text("fields"), .integer("hash"), .text("sources"), .text("parts")],
+                               [fieldsText, hash, sourcesText, partsText])
             return
         }
-        try db.execute("UPDATE entities SET fields = ?, hash = ?, sources = ?, parts = ?, changed_run = ? WHERE rowid = ?",
-                       [String(decoding: bytes, as: UTF8.self), hash, sourcesText, partsText, runID, row.rowid])
+        try db.queueUpdate("entities", key: .integer("rowid"), row.rowid,
+                           set: [.text("fields"), .integer("hash"), .text("sources"), .text("parts"), .integer("changed_run")],
+                           [fieldsText, hash, sourcesText, partsText, runID])
         for change in FieldChange.between(row.fields, merged) {
             try self.log(cause, entity, key, "changed", field: change.field, before: change.before, after: change.after)
         }
@@ -207,6 +256,16 @@ struct EntityWriter {
         }
         return merged
     }
+}
+
+/// The entity rows an ``EntityWriter`` knows (a class: the writer is passed by value).
+final class EntityRowCache {
+    struct Key: Hashable {
+        var entity: EntityKind
+        var key: String
+    }
+
+    var rows: [Key: EntityRow?] = [:]
 }
 
 extension SQLSnapshotStore {

@@ -153,6 +153,39 @@ protocol SQLSession {
     func forEachRow(_ sql: String, _ arguments: [any SQLArgument], _ body: (SQLRow) throws -> Void) throws
     /// Every row of a small result.
     func rows(_ sql: String, _ arguments: [any SQLArgument]) throws -> [SQLRow]
+    /// Inserts one row whose effects nothing reads before the transaction's
+    /// next statement or its commit. With `id`, the row gets that column
+    /// numbered as SQLite numbers rowids (the largest plus one) and returns it.
+    ///
+    /// SQLite writes it at once; PostgreSQL queues it and writes a table's
+    /// queued rows as one multi-row statement before the next statement that
+    /// is not queued, or at the commit: one round trip for a page's rows,
+    /// not one each.
+    @discardableResult
+    func queueInsert(into table: String, columns: [String], values: [any SQLArgument], id: String?) throws -> Int64?
+    /// Updates `set` of the row whose `key` column is `keyValue`, queued as
+    /// ``queueInsert(into:columns:values:id:)`` is. The row must exist.
+    func queueUpdate(_ table: String, key: SQLColumn, _ keyValue: any SQLArgument,
+                     set: [SQLColumn], _ values: [any SQLArgument]) throws
+    /// Deletes the rows whose `columns` hold `values`, queued as
+    /// ``queueInsert(into:columns:values:id:)`` is.
+    func queueDelete(from table: String, where columns: [SQLColumn], _ values: [any SQLArgument]) throws
+}
+
+/// A column named in a queued write, with the type PostgreSQL reads its
+/// values as (a multi-row update's `VALUES` list has no column to infer them from).
+struct SQLColumn: Hashable, Sendable {
+    enum ColumnType: String, Sendable {
+        case integer = "bigint"
+        case real = "double precision"
+        case text
+    }
+
+    let name: String
+    let type: ColumnType
+
+    static func integer(_ name: String) -> SQLColumn { SQLColumn(name: name, type: .integer) }
+    static func text(_ name: String) -> SQLColumn { SQLColumn(name: name, type: .text) }
 }
 
 extension SQLSession {
@@ -209,6 +242,23 @@ struct GRDBSession: SQLSession {
     func insert(_ sql: String, _ arguments: [any SQLArgument], returning column: String) throws -> Int64 {
         try execute(sql, arguments)
         return db.lastInsertedRowID
+    }
+
+    @discardableResult
+    func queueInsert(into table: String, columns: [String], values: [any SQLArgument], id: String?) throws -> Int64? {
+        let placeholders = repeatElement("?", count: columns.count).joined(separator: ", ")
+        try execute("INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))", values)
+        return id == nil ? nil : db.lastInsertedRowID
+    }
+
+    func queueUpdate(_ table: String, key: SQLColumn, _ keyValue: any SQLArgument,
+                     set: [SQLColumn], _ values: [any SQLArgument]) throws {
+        let assignments = set.map { "\($0.name) = ?" }.joined(separator: ", ")
+        try execute("UPDATE \(table) SET \(assignments) WHERE \(key.name) = ?", values + [keyValue])
+    }
+
+    func queueDelete(from table: String, where columns: [SQLColumn], _ values: [any SQLArgument]) throws {
+        try execute("DELETE FROM \(table) WHERE \(columns.map { "\($0.name) = ?" }.joined(separator: " AND "))", values)
     }
 
     func rows(_ sql: String, _ arguments: [any SQLArgument]) throws -> [SQLRow] {

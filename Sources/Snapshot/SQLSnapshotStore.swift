@@ -136,6 +136,12 @@ package final class SQLSnapshotStore: SnapshotStore {
         return copy
     }
 
+    /// Statements this store's writer has sent to PostgreSQL (nil on SQLite):
+    /// what a page costs in round trips, which tests bound.
+    package var postgresStatementsSent: Int? {
+        (engine as? PostgresEngine)?.statementsSent
+    }
+
     /// A store over `engine`'s tables, which the caller has brought up to date.
     init(name: String, engine: any SQLEngine) {
         path = name
@@ -535,10 +541,7 @@ package final class SQLSnapshotStore: SnapshotStore {
             var result = PageResult()
             try checkFence(db, source: page.source, scope: page.scope)
             let index = try digestIndex(db, source: page.source)
-            let insertSQL = """
-                INSERT INTO records (source, entity, key, scope, hash, payload, added_run, changed_run, raw_hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
+            let insertSQL = "INSERT INTO records (\(Self.recordColumns.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             // SQLite's insert goes through its C API (``RawStatement``): an added record's cost is mostly this.
             let sqliteInsert = try (db as? GRDBSession).map { RawStatement(try $0.db.cachedStatement(sql: insertSQL)) }
             let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership)
@@ -550,8 +553,18 @@ package final class SQLSnapshotStore: SnapshotStore {
                 if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
                 try registry!.note(record.entity, mappedRecord.fields, order: record.fieldOrder)
             }
-            var keyList = ""
             let stored = index.lookup(records.lazy.map(\.identity))
+            // The entities this page will merge into, read at once (PostgreSQL: one query, not one per record).
+            if db.engine == .postgres {
+                var merging: [(entity: EntityKind, key: String)] = []
+                for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
+                    if let current = written[record.identity] ?? storedDigest, current.hash == record.hash.sqliteValue { continue }
+                    let canonical = mapped[position]?.canonical.entity ?? mapping.entity(of: record.entity)
+                    merging.append((canonical, EntityWriter.entityKey(canonical, record.key, source: page.source)))
+                }
+                try entities.prefetch(merging)
+            }
+            var keyList = ""
             keyList.reserveCapacity(32 * (records.count + page.rawUnchanged.count + page.unchangedKeys.count))
             func list(_ entity: EntityKind, _ key: String) {
                 keyList.append(entity.rawValue)
@@ -577,8 +590,10 @@ package final class SQLSnapshotStore: SnapshotStore {
                         try insert.execute(grdb)
                         digest.rowid = grdb.lastInsertedRowID
                     } else {
-                        digest.rowid = try db.insert(insertSQL, [page.source, entity, record.key, page.scope, digest.hash, record.payload,
-                                                                 page.runID, page.runID, digest.rawHash], returning: "rowid")
+                        digest.rowid = try db.queueInsert(
+                            into: "records", columns: Self.recordColumns,
+                            values: [page.source, entity, record.key, page.scope, digest.hash, record.payload,
+                                     page.runID, page.runID, digest.rawHash], id: "rowid") ?? 0
                     }
                     result.recordRowsWritten += 1
                     try merge(record, position)
@@ -591,9 +606,11 @@ package final class SQLSnapshotStore: SnapshotStore {
                     continue
                 }
                 digest.rowid = current.rowid
-                result.recordRowsWritten += try db.execute("""
-                    UPDATE records SET hash = ?, payload = ?, scope = ?, changed_run = ?, raw_hash = ? WHERE rowid = ?
-                    """, [digest.hash, record.payload, page.scope, page.runID, digest.rawHash, current.rowid])
+                // The row is there (the digest index is the table's, kept in step): one row written.
+                try db.queueUpdate("records", key: .integer("rowid"), current.rowid,
+                                   set: [.integer("hash"), .text("payload"), .text("scope"), .integer("changed_run"), .integer("raw_hash")],
+                                   [digest.hash, record.payload, page.scope, page.runID, digest.rawHash])
+                result.recordRowsWritten += 1
                 written[record.identity] = digest
                 try merge(record, position)
                 result.changed += 1
@@ -611,6 +628,8 @@ package final class SQLSnapshotStore: SnapshotStore {
             return result
         }
     }
+
+    static let recordColumns = ["source", "entity", "key", "scope", "hash", "payload", "added_run", "changed_run", "raw_hash"]
 
     static func addCounts(_ db: any SQLSession, runID: Int64, source: String, pages: Int = 0, requests: Int = 0,
                           added: Int = 0, changed: Int = 0, unchanged: Int = 0, removed: Int = 0,

@@ -114,15 +114,40 @@ extension SQLSnapshotStore {
         var byScope: [String: [RecordIdentity]]?
         if let unseen = index.identities(notIn: seen, limit: max(10_000, index.initialCount / 10)) {
             var grouped: [String: [RecordIdentity]] = [:]
-            for identity in unseen {
-                guard let owner = try db.value(as: String.self, "SELECT scope FROM records WHERE source = ? AND entity = ? AND key = ?",
-                                               [source, identity.entity.rawValue, identity.key]) else { continue }
-                grouped[owner, default: []].append(identity)
+            if db.engine == .postgres {
+                // A query per thousand keys, not a round trip each.
+                let owners = try Self.scopes(db, source: source, of: unseen)
+                for identity in unseen {
+                    if let owner = owners[identity] { grouped[owner, default: []].append(identity) }
+                }
+            } else {
+                for identity in unseen {
+                    guard let owner = try db.value(as: String.self, "SELECT scope FROM records WHERE source = ? AND entity = ? AND key = ?",
+                                                   [source, identity.entity.rawValue, identity.key]) else { continue }
+                    grouped[owner, default: []].append(identity)
+                }
             }
             byScope = grouped
         }
         unseenByScope.withLock { $0[source] = (runID, byScope) }
         return byScope.map { $0[scope] ?? [] }
+    }
+
+    /// The scope each of `identities` is stored under (absent: not stored).
+    static func scopes(_ db: any SQLSession, source: String, of identities: [RecordIdentity]) throws -> [RecordIdentity: String] {
+        var owners: [RecordIdentity: String] = [:]
+        let byKind = Dictionary(grouping: identities, by: \.entity)
+        for (kind, members) in byKind.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            for start in stride(from: 0, to: members.count, by: 1000) {
+                let keys = members[start..<min(start + 1000, members.count)].map(\.key)
+                let placeholders = repeatElement("?", count: keys.count).joined(separator: ", ")
+                for row in try db.rows("SELECT key, scope FROM records WHERE source = ? AND entity = ? AND key IN (\(placeholders))",
+                                       [source, kind.rawValue] + keys) {
+                    owners[RecordIdentity(entity: kind, key: row[0])] = row[1]
+                }
+            }
+        }
+        return owners
     }
 
     /// Ends `source`'s sighting of `identity`: its row and miss count go and
@@ -133,15 +158,14 @@ extension SQLSnapshotStore {
     static func endSighting(_ db: any SQLSession, source: String, _ identity: RecordIdentity, mapping: SourceMapping,
                             entities: EntityWriter) throws -> (rowsWritten: Int, rows: [(source: String, identity: RecordIdentity)]) {
         func delete(_ owner: String, _ row: RecordIdentity) throws {
-            try db.execute("DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
-                           [owner, row.entity.rawValue, row.key])
-            try db.execute("DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                           [owner, row.entity.rawValue, row.key])
+            for table in ["records", "misses"] {
+                try db.queueDelete(from: table, where: [.text("source"), .text("entity"), .text("key")],
+                                   [owner, row.entity.rawValue, row.key])
+            }
         }
-        let rowsWritten = try db.execute("DELETE FROM records WHERE source = ? AND entity = ? AND key = ?",
-                                         [source, identity.entity.rawValue, identity.key])
-        try db.execute("DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                       [source, identity.entity.rawValue, identity.key])
+        // The row is there: the sighting ended is one the store holds (read from its records or their index).
+        try delete(source, identity)
+        let rowsWritten = 1
         var rows: [(source: String, identity: RecordIdentity)] = [(source, identity)]
         let sighting = Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
         for orphan in try entities.end(sighting, entity: mapping.entity(of: identity.entity), key: identity.key) {
@@ -192,11 +216,15 @@ extension SQLSnapshotStore {
         }
         // A record that came back is no longer missing.
         for identity in missCounts.keys where seen.contains(identity) {
-            try db.execute("DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?",
-                           [source, identity.entity.rawValue, identity.key])
+            try db.queueDelete(from: "misses", where: [.text("source"), .text("entity"), .text("key")],
+                               [source, identity.entity.rawValue, identity.key])
         }
         missed.sort()
         let entities = try EntityWriter(db, runID: runID, logAddedValues: true, owns: owns)
+        try entities.prefetch(missed.lazy.map { identity in
+            let entity = mapping.entity(of: identity.entity)
+            return (entity, EntityWriter.entityKey(entity, identity.key, source: source))
+        })
         func sighting(_ identity: RecordIdentity) -> Sighting {
             Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
         }
@@ -276,7 +304,12 @@ extension SQLSnapshotStore {
                 }
                 var gone: [RecordIdentity] = []
                 var orphans: [(source: String, identity: RecordIdentity)] = []
-                for identity in members where !seenKeys.contains(identity) {
+                let ending = members.filter { !seenKeys.contains($0) }
+                try entities.prefetch(ending.lazy.map { identity in
+                    let entity = mapping.entity(of: identity.entity)
+                    return (entity, EntityWriter.entityKey(entity, identity.key, source: source))
+                })
+                for identity in ending {
                     let ended = try Self.endSighting(db, source: source, identity, mapping: mapping, entities: entities)
                     result.recordRowsWritten += ended.rowsWritten
                     for (owner, row) in ended.rows {

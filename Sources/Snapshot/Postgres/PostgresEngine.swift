@@ -79,7 +79,7 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
         writerLock.lock()
         defer { writerLock.unlock() }
         defer { writeCount.add(1, ordering: .relaxed) }
-        return try Self.transaction(try live(&writer), logger: logger, begin: "BEGIN", body)
+        return try Self.transaction(try live(&writer), logger: logger, begin: "BEGIN", counter: statementCounter, body)
     }
 
     /// Makes this engine a fleet worker's: a session idle inside a transaction
@@ -103,6 +103,10 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
         try PostgresSession(connection: try live(&reader), logger: logger).execute(setting)
     }
 
+    private let statementCounter = PostgresSession.StatementCounter()
+    /// Statements the writer has sent so far: what a page costs in round trips.
+    var statementsSent: Int { statementCounter.value.load(ordering: .relaxed) }
+
     private let writeCount = Atomic<Int>(0)
     /// Write transactions begun so far: a copy taken at one count is current until the next.
     var writes: Int { writeCount.load(ordering: .relaxed) }
@@ -117,8 +121,9 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     }
 
     private static func transaction<T>(_ connection: PostgresConnection, logger: Logger, begin: String,
+                                       counter: PostgresSession.StatementCounter? = nil,
                                        _ body: (any SQLSession) throws -> T) throws -> T {
-        let session = PostgresSession(connection: connection, logger: logger)
+        let session = PostgresSession(connection: connection, logger: logger, counter: counter)
         try session.execute(begin)
         do {
             let result = try body(session)
@@ -126,6 +131,7 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
             return result
         } catch {
             // A connection the server dropped cannot roll back; the server already did.
+            session.discardQueued()
             _ = try? session.execute("ROLLBACK")
             throw error
         }
@@ -164,7 +170,21 @@ struct PostgresFailure: Error, CustomStringConvertible {
 struct PostgresSession: SQLSession {
     let connection: PostgresConnection
     let logger: Logger
+    private let counter: StatementCounter?
+    /// Queued writes (``queueInsert(into:columns:values:id:)``), written before the next statement.
+    private let queue = PostgresWriteQueue()
     var engine: SQLEngineKind { .postgres }
+
+    init(connection: PostgresConnection, logger: Logger, counter: StatementCounter? = nil) {
+        self.connection = connection
+        self.logger = logger
+        self.counter = counter
+    }
+
+    /// Counts the statements an engine's sessions send.
+    final class StatementCounter: Sendable {
+        let value = Atomic<Int>(0)
+    }
 
     /// `?` → `$1`, `$2`… outside quoted text, identifiers and `$$` bodies;
     /// statements separated by `;` are split (the extended protocol takes one at a time).
@@ -256,26 +276,117 @@ struct PostgresSession: SQLSession {
         return bindings
     }
 
+    /// ``numbered(_:)`` of the statements already seen: the store sends the
+    /// same few texts for every record, and numbering walks each character.
+    private static let numberedTexts = Mutex<[String: (statements: [String], placeholders: Int)]>([:])
+
+    private static func numberedOnce(_ sql: String) -> (statements: [String], placeholders: Int) {
+        if let known = numberedTexts.withLock({ $0[sql] }) { return known }
+        let numbered = numbered(sql)
+        numberedTexts.withLock { texts in
+            // Texts are the store's own, a few hundred; the bound is for a caller that varies them.
+            if texts.count > 4096 { texts.removeAll() }
+            texts[sql] = numbered
+        }
+        return numbered
+    }
+
     private func run(_ sql: String, _ arguments: [any SQLArgument]) throws -> PostgresQueryResult {
-        let (statements, placeholders) = Self.numbered(sql)
+        let (statements, placeholders) = Self.numberedOnce(sql)
         precondition(placeholders == arguments.count || statements.count > 1,
                      "\(arguments.count) arguments for \(placeholders) placeholders in \(sql)")
+        try flush()
+        for statement in statements { Self.forgetIDs(movedBy: statement, in: queue) }
         var last: PostgresQueryResult?
         for statement in statements {
-            let query = PostgresQuery(unsafeSQL: statement, binds: statements.count == 1 ? Self.bindings(arguments) : PostgresBindings())
-            // A query written to a connection the server already closed is never
-            // answered: fail it here (the engine opens a new one next time).
-            guard !connection.isClosed else {
-                throw PostgresFailure(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"), sql: statement)
-            }
-            do {
-                last = try Self.bounded(connection.query(query, logger: logger), seconds: Self.statementSeconds)
-            } catch {
-                throw PostgresFailure(error, sql: statement)
-            }
+            last = try send(statement, statements.count == 1 ? Self.bindings(arguments) : PostgresBindings())
         }
         guard let last else { preconditionFailure("no statement in \(sql)") }
         return last
+    }
+
+    /// A statement not queued that inserts or deletes rows moves the largest
+    /// id of its table: the queue reads it again. One it cannot name a table
+    /// of (a `WITH`, a `TRUNCATE`…) makes it read every table's again.
+    private static func forgetIDs(movedBy statement: String, in queue: PostgresWriteQueue) {
+        let words = statement.split(whereSeparator: \.isWhitespace).prefix(3).map { $0.uppercased() }
+        guard let first = words.first else { return }
+        switch first {
+        case "SELECT", "UPDATE", "FETCH", "DECLARE", "CLOSE", "BEGIN", "COMMIT", "ROLLBACK", "SET":
+            return
+        case "INSERT", "DELETE":
+            if words.count == 3, words[1] == "INTO" || words[1] == "FROM" {
+                // A table name as the store writes them: bare, before its column list.
+                queue.forgetIDs(of: String(words[2].lowercased().prefix { $0 != "(" }))
+            } else {
+                queue.forgetIDs()
+            }
+        default:
+            queue.forgetIDs()
+        }
+    }
+
+    private func send(_ statement: String, _ bindings: PostgresBindings) throws -> PostgresQueryResult {
+        // A query written to a connection the server already closed is never
+        // answered: fail it here (the engine opens a new one next time).
+        guard !connection.isClosed else {
+            throw PostgresFailure(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"), sql: statement)
+        }
+        counter?.value.add(1, ordering: .relaxed)
+        do {
+            return try Self.bounded(connection.query(PostgresQuery(unsafeSQL: statement, binds: bindings), logger: logger),
+                                    seconds: Self.statementSeconds)
+        } catch {
+            throw PostgresFailure(error, sql: statement)
+        }
+    }
+
+    /// Writes what is queued, a table's rows in as few statements as the bind limit allows.
+    func flush() throws {
+        guard !queue.isEmpty else { return }
+        for (sql, values) in queue.drain() {
+            try send(sql, Self.bindings(values))
+        }
+    }
+
+    /// Drops what is queued: the transaction is rolled back.
+    func discardQueued() {
+        _ = queue.drain()
+    }
+
+    @discardableResult
+    func queueInsert(into table: String, columns: [String], values: [any SQLArgument], id: String?) throws -> Int64? {
+        guard let id else {
+            queue.append(table, .insert(columns: columns), values.map(\.sqlValue))
+            if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flush() }
+            return nil
+        }
+        let next: Int64
+        if let taken = queue.takeID(table, id) {
+            next = taken
+        } else {
+            // The largest id now, queued rows written first; counted here from then on.
+            let largest = try value(as: Int64.self, "SELECT COALESCE(max(\(id)), 0) FROM \(table)") ?? 0
+            queue.startIDs(table, id, after: largest)
+            next = queue.takeID(table, id) ?? largest + 1
+        }
+        queue.append(table, .insert(columns: [id] + columns), [.integer(next)] + values.map(\.sqlValue))
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flush() }
+        return next
+    }
+
+    func queueDelete(from table: String, where columns: [SQLColumn], _ values: [any SQLArgument]) throws {
+        // Deleting moves the table's largest id: it is read again at the next insert.
+        queue.forgetIDs(of: table)
+        queue.append(table, .delete(where: columns), values.map(\.sqlValue))
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flush() }
+    }
+
+    func queueUpdate(_ table: String, key: SQLColumn, _ keyValue: any SQLArgument,
+                     set: [SQLColumn], _ values: [any SQLArgument]) throws {
+        let keyValue = keyValue.sqlValue
+        queue.append(table, .update(key: key, set: set), [keyValue] + values.map(\.sqlValue), key: keyValue)
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flush() }
     }
 
     @discardableResult
