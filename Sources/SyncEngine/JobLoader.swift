@@ -125,6 +125,14 @@ extension SettingsReader {
         let name = string(top, "name", path: "", required: true)
         if let name, name.contains("/") { issue(value(top, "name"), "name", "must not contain '/'") }
         let store = string(top, "store", path: "", required: true)
+        if let store, PostgresLocation.isPostgres(store), let node = value(top, "store") {
+            // The URL's form, here rather than at the first connection: a password written in the job fails validate.
+            do throws(StoreSyncError) {
+                try PostgresLocation.checkForm(store)
+            } catch {
+                issue(node, "store", error.message + (error.remedy.map { ". " + $0 } ?? ""))
+            }
+        }
         let output = string(top, "output", path: "", required: true)
         let simulator = value(top, "simulator").flatMap { simulatorSpec($0, checkFaults: rules.checkFaults) }
         let http = value(top, "http").flatMap { httpSettings($0, environment: environment) } ?? HTTPSettings()

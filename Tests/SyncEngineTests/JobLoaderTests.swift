@@ -167,6 +167,24 @@ import TestSupport
         #expect(found.first?.line != nil)
     }
 
+    /// A PostgreSQL store's URL is checked where the job is checked (validate,
+    /// CI), not at the first connection; what only the running machine has (the
+    /// password variable, the CA file) is left to the run.
+    @Test func aPostgresStoreURLIsCheckedAtLoad() {
+        func storeIssues(_ url: String) -> [JobFileIssue] {
+            issues("name: x\nstore: \(url)\noutput: out\nsources:\n  - { name: m, kind: marketplace }\n")
+                .filter { $0.keyPath == "store" }
+        }
+        let literal = storeIssues("postgres://sync:hunter2@db.example.net/storesync")
+        #expect(literal.count == 1 && literal[0].line == 2)
+        #expect(literal.first?.message.contains("secrets must not be written in job files") == true, "\(literal)")
+        #expect(!literal.description.contains("hunter2"), "the password is never echoed: \(literal)")
+        #expect(storeIssues("postgres://sync@db.example.net/storesync?sslmode=verify-fool").count == 1)
+        #expect(storeIssues("postgres://sync@db.example.net:99999/storesync").count == 1)
+        #expect(storeIssues("postgres://sync:${STORESYNC_TEST_UNSET_VARIABLE}@db.example.net/storesync"
+                            + "?sslrootcert=/nonexistent/ca.pem").isEmpty)
+    }
+
     @Test func missingRequiredKeysAreListed() {
         let keys = Set(issues("name: x\n").map(\.keyPath))
         #expect(keys.isSuperset(of: ["store", "output", "sources"]))

@@ -86,6 +86,18 @@ package struct PostgresLocation: Sendable {
     /// `sslrootcert`'s certificates (so a missing CA file fails here, naming it,
     /// rather than at the first connection).
     package static func parse(_ url: String, environment: [String: String]) throws(StoreSyncError) -> PostgresLocation {
+        try parse(url, environment: environment, connecting: true)
+    }
+
+    /// Checks what `url` says, as `storesync validate` does, on a machine that
+    /// need not be the one that runs the job: a password written in the URL,
+    /// an unknown item or sslmode, a bad port fail here; a `${VAR}` that is not
+    /// set and an `sslrootcert` that is not there do not (the run checks those).
+    package static func checkForm(_ url: String) throws(StoreSyncError) {
+        _ = try parse(url, environment: [:], connecting: false)
+    }
+
+    private static func parse(_ url: String, environment: [String: String], connecting: Bool) throws(StoreSyncError) -> PostgresLocation {
         let shown = masked(url)
         func invalid(_ reason: String, _ remedy: String) -> StoreSyncError {
             .storage(path: shown, reason: "invalid PostgreSQL location: \(reason)", remedy: remedy)
@@ -136,7 +148,7 @@ package struct PostgresLocation: Sendable {
         guard let decodedUser = String(userPart).removingPercentEncoding else {
             throw invalid("the user name is not valid percent-encoding", form)
         }
-        guard let username = decodedUser.isEmpty ? environment["PGUSER"] : decodedUser, !username.isEmpty else {
+        guard let username = decodedUser.isEmpty ? (connecting ? environment["PGUSER"] : "PGUSER") : decodedUser, !username.isEmpty else {
             throw invalid("no user name", "Write the user before the host (postgres://USER@HOST/DB) or set PGUSER")
         }
 
@@ -148,7 +160,7 @@ package struct PostgresLocation: Sendable {
                               "Remove it from the URL and set PGPASSWORD in the environment, or write "
                                   + "postgres://\(username):${VARIABLE}@… and set that variable")
             }
-            guard let value = environment[name] else {
+            guard let value = environment[name] ?? (connecting ? nil : "") else {
                 throw invalid("the password variable \(name) is not set",
                               "Set \(name) in the environment of the run (a Kubernetes Secret, a cron environment line)")
             }
@@ -222,7 +234,7 @@ package struct PostgresLocation: Sendable {
             tls = .disable
         } else {
             endpoint = .tcp(host: host, port: port)
-            if sslMode == "disable" {
+            if sslMode == "disable" || !connecting {
                 tls = .disable
             } else {
                 tls = try verifiedTLS(rootCertificatePath: rootCertificatePath, shown: shown)
