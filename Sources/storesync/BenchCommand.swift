@@ -90,7 +90,9 @@ struct BenchCommand: AsyncParsableCommand {
                 print("")
                 print(Benchmark.peerSummary(rows))
                 print("")
-                print("targets (\(options.records) records; the RSS task writes at most 100k items):")
+                // The catalogue's size says nothing about the fleet task (one night of a search job).
+                let sized = options.tasks.isEmpty || !options.tasks.subtracting(["fleet"]).isEmpty
+                print(sized ? "targets (\(options.records) records; the RSS task writes at most 100k items):" : "targets:")
                 print(Benchmark.targetVerdicts(rows))
                 print("")
                 runs.append((size, rows))

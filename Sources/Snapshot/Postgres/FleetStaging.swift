@@ -137,8 +137,8 @@ extension SQLSnapshotStore {
                     let seqs = pages.map { Int64($0.page) }
                     _ = try await applyNow(pages) { db in
                         for seq in seqs {
-                            try db.execute("DELETE FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq = ?",
-                                           [runID, source, scope, seq])
+                            try db.queueDelete(from: "fleet_pages", where: [.integer("run_id"), .text("source"), .text("scope"), .integer("seq")],
+                                               [runID, source, scope, seq])
                         }
                     }
                 }
@@ -155,8 +155,11 @@ extension SQLSnapshotStore {
         }
     }
 
-    /// Pages read and applied together in a replay (one transaction, as a crawl's batches).
-    static let pagesPerReplay = 8
+    /// Pages read and applied together in a replay (one transaction): what a
+    /// transaction costs in round trips (its claim checked, ids read) is paid
+    /// once per this many pages. A batch's records are held in memory: 32 pages
+    /// of the largest the sources serve (a few hundred records) are a few MB.
+    static let pagesPerReplay = 32
 
     // MARK: The log's pages as text
 

@@ -34,6 +34,7 @@ public enum StoreMigration {
               let destination = try backend.open(to) as? SQLSnapshotStore else {
             throw .storage(path: to, reason: "migrate copies between storesync's own stores only")
         }
+        try refuseMidNight(source)
         let counts: StoreCopy.Counts
         do {
             counts = try StoreCopy.copy(from: source.engine, to: destination.engine)
@@ -49,5 +50,31 @@ public enum StoreMigration {
         }
         return Summary(from: source.path, to: destination.path, tables: counts.rows.map { ($0.table, $0.count) },
                        lastRun: lastRun?.id)
+    }
+
+    /// Workers take no run lock (their claims fence them), so the lock a
+    /// migration holds does not keep a fleet out: a night whose pages are
+    /// staged but not applied, or whose claims are live, is refused instead of
+    /// being copied half done (the staging log is not part of the snapshot).
+    private static func refuseMidNight(_ source: SQLSnapshotStore) throws(StoreSyncError) {
+        guard source.engine.kind == .postgres else { return }
+        let (staged, live): (Int, Int)
+        do {
+            (staged, live) = try source.engine.read { db in
+                let staged = try db.value(as: Bool.self, "SELECT to_regclass('fleet_pages') IS NOT NULL") == true
+                    ? try db.value(as: Int.self, "SELECT count(*) FROM fleet_pages") ?? 0 : 0
+                let live = try db.value(as: Bool.self, "SELECT to_regclass('scope_claims') IS NOT NULL") == true
+                    ? try db.value(as: Int.self, "SELECT count(*) FROM scope_claims WHERE NOT done AND expires_at > now()") ?? 0 : 0
+                return (staged, live)
+            }
+        } catch {
+            throw .storage(path: source.path, reason: "checking for a fleet's night in progress: \(error)")
+        }
+        guard staged == 0, live == 0 else {
+            throw StoreSyncError(
+                .invalidArguments,
+                "a fleet's night is in progress on \(source.path) (\(staged) staged page(s) not yet applied, \(live) live claim(s)); nothing was copied",
+                remedy: "Let the night finish (its workers apply what they staged; `storesync status` shows the run), then migrate")
+        }
     }
 }
