@@ -248,14 +248,7 @@ struct KillTestJob {
             // The kill is sent only if the run is still going when the delay
             // is up; a run that ends first is timed by its own end, not by the
             // delay, so the log shows how short it was.
-            // The kill goes inside the group: the group returns only once the
-            // exit waiter has, which a live child keeps waiting.
-            await withTaskGroup(of: Bool.self) { group in
-                group.addTask { await child.exited(); return true }
-                group.addTask { (try? await Task.sleep(for: .seconds(killAfter))) == nil }
-                if await group.next() == false { child.kill() }
-                group.cancelAll()
-            }
+            await child.kill(after: killAfter)
         }
         let termination = await child.wait()
         return RunResult(termination: termination, seconds: started.duration(to: .now) / .seconds(1),
@@ -381,14 +374,32 @@ final class ChildProcess: Sendable {
         #endif
     }
 
-    /// Returns once the child has ended, without reaping it (`WNOWAIT`), so
-    /// its pid stays ours and a later `kill()` cannot reach a recycled one.
-    func exited() async {
+    /// SIGKILL after `seconds`, unless the child ends first; returns at
+    /// whichever comes first. Timed on threads of its own, not on Swift's
+    /// cooperative pool: with the rest of the suite running, a `Task.sleep`
+    /// woke late and whole nights ended before their kill. The child is not
+    /// reaped (`WNOWAIT`), so its pid stays ours and the kill cannot reach a
+    /// recycled one.
+    func kill(after seconds: Double) async {
         let pid = pid
+        let ended = NSCondition()
+        nonisolated(unsafe) var hasEnded = false
+        Thread {
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+            ended.lock()
+            hasEnded = true
+            ended.broadcast()
+            ended.unlock()
+        }.start()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Thread {
-                var info = siginfo_t()
-                while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+                let deadline = Date(timeIntervalSinceNow: seconds)
+                ended.lock()
+                while !hasEnded, ended.wait(until: deadline) {}
+                let stillRunning = !hasEnded
+                ended.unlock()
+                if stillRunning { self.kill() }
                 continuation.resume()
             }.start()
         }
