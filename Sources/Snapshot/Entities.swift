@@ -130,6 +130,14 @@ struct EntityWriter {
         }
     }
 
+    /// Reads the rows of the entities `source`'s records `identities` are sightings of (a sweep's).
+    func prefetch(endingSightingsOf identities: [RecordIdentity], source: String, mapping: SourceMapping) throws {
+        try prefetch(identities.lazy.map { identity in
+            let entity = mapping.entity(of: identity.entity)
+            return (entity, Self.entityKey(entity, identity.key, source: source))
+        })
+    }
+
     private func remember(_ entity: EntityKind, _ key: String, _ row: EntityRow?) {
         cache?.rows[EntityRowCache.Key(entity: entity, key: key)] = .some(row)
     }

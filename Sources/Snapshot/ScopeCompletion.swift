@@ -221,10 +221,7 @@ extension SQLSnapshotStore {
         }
         missed.sort()
         let entities = try EntityWriter(db, runID: runID, logAddedValues: true, owns: owns)
-        try entities.prefetch(missed.lazy.map { identity in
-            let entity = mapping.entity(of: identity.entity)
-            return (entity, EntityWriter.entityKey(entity, identity.key, source: source))
-        })
+        try entities.prefetch(endingSightingsOf: missed, source: source, mapping: mapping)
         func sighting(_ identity: RecordIdentity) -> Sighting {
             Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
         }
@@ -305,10 +302,7 @@ extension SQLSnapshotStore {
                 var gone: [RecordIdentity] = []
                 var orphans: [(source: String, identity: RecordIdentity)] = []
                 let ending = members.filter { !seenKeys.contains($0) }
-                try entities.prefetch(ending.lazy.map { identity in
-                    let entity = mapping.entity(of: identity.entity)
-                    return (entity, EntityWriter.entityKey(entity, identity.key, source: source))
-                })
+                try entities.prefetch(endingSightingsOf: ending, source: source, mapping: mapping)
                 for identity in ending {
                     let ended = try Self.endSighting(db, source: source, identity, mapping: mapping, entities: entities)
                     result.recordRowsWritten += ended.rowsWritten
