@@ -117,15 +117,10 @@ struct EntityWriter {
             byKind[identity.entity, default: []].insert(identity.key)
         }
         for (kind, keys) in byKind.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            let keys = keys.sorted()
-            for start in stride(from: 0, to: keys.count, by: 1000) {
-                let chunk = Array(keys[start..<min(start + 1000, keys.count)])
-                for key in chunk { cache.rows[EntityRowCache.Key(entity: kind, key: key)] = .some(nil) }
-                let placeholders = repeatElement("?", count: chunk.count).joined(separator: ", ")
-                for row in try db.rows("SELECT \(Self.columns), key FROM entities WHERE entity = ? AND key IN (\(placeholders))",
-                                       [kind.rawValue] + chunk) {
-                    cache.rows[EntityRowCache.Key(entity: kind, key: row[5])] = .some(Self.entityRow(row))
-                }
+            // Known absent unless the query finds it.
+            for key in keys { cache.rows[EntityRowCache.Key(entity: kind, key: key)] = .some(nil) }
+            try db.rows(keyedBy: keys.sorted(), [kind.rawValue], { "SELECT \(Self.columns), key FROM entities WHERE entity = ? AND key IN (\($0))" }) { row in
+                cache.rows[EntityRowCache.Key(entity: kind, key: row[5])] = .some(Self.entityRow(row))
             }
         }
     }

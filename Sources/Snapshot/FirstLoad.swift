@@ -215,7 +215,7 @@ extension SQLSnapshotStore {
     /// the entities' key index is built now, and pages are diffed from here on.
     func leaveFirstLoad() throws(StoreSyncError) {
         guard firstLoad.withLock({ $0 != nil }) else { return }
-        try wrap { try engine.write { db in try db.execute(Schema.entityKeyIndex) } }
+        _ = try wrap { try engine.write { db in try db.execute(Schema.entityKeyIndex) } }
         firstLoad.withLock { $0 = nil }
     }
 

@@ -198,6 +198,19 @@ extension SQLSession {
         try rows(sql, arguments).first
     }
 
+    /// The rows of a query over many keys, a thousand to a statement (a
+    /// round trip each on PostgreSQL, not one per key): `sql` is given the
+    /// `?, ?…` list of a chunk's placeholders, bound after `arguments`.
+    func rows(keyedBy keys: [String], _ arguments: [any SQLArgument], _ sql: (_ placeholders: String) -> String,
+              _ body: (SQLRow) throws -> Void) throws {
+        for start in stride(from: 0, to: keys.count, by: 1000) {
+            let chunk = keys[start..<min(start + 1000, keys.count)]
+            for row in try rows(sql(repeatElement("?", count: chunk.count).joined(separator: ", ")), arguments + Array(chunk)) {
+                try body(row)
+            }
+        }
+    }
+
     /// The first column of the first row, nil when there is none or it is null.
     func value<T: SQLColumnValue>(as type: T.Type, _ sql: String, _ arguments: [any SQLArgument] = []) throws -> T? {
         try value(sql, arguments, as: type)

@@ -138,13 +138,9 @@ extension SQLSnapshotStore {
         var owners: [RecordIdentity: String] = [:]
         let byKind = Dictionary(grouping: identities, by: \.entity)
         for (kind, members) in byKind.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            for start in stride(from: 0, to: members.count, by: 1000) {
-                let keys = members[start..<min(start + 1000, members.count)].map(\.key)
-                let placeholders = repeatElement("?", count: keys.count).joined(separator: ", ")
-                for row in try db.rows("SELECT key, scope FROM records WHERE source = ? AND entity = ? AND key IN (\(placeholders))",
-                                       [source, kind.rawValue] + keys) {
-                    owners[RecordIdentity(entity: kind, key: row[0])] = row[1]
-                }
+            try db.rows(keyedBy: members.map(\.key), [source, kind.rawValue],
+                        { "SELECT key, scope FROM records WHERE source = ? AND entity = ? AND key IN (\($0))" }) { row in
+                owners[RecordIdentity(entity: kind, key: row[0])] = row[1]
             }
         }
         return owners
