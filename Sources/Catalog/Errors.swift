@@ -215,7 +215,7 @@ extension StoreSyncError {
 
     /// The server refused us (rate limit) for longer than we were willing to wait.
     public static func throttled(url: String, host: String, retryAfterSeconds: Double?) -> StoreSyncError {
-        let wait = retryAfterSeconds.map { " (the server asked to wait \(Int($0)) s)" } ?? ""
+        let wait = retryAfterSeconds.map { " (the server asked to wait \($0.wholeSecondsText) s)" } ?? ""
         var error = StoreSyncError(.throttled, "rate-limited by the server\(wait)", place: .url(url),
                                    remedy: "Lower http.requestsPerMinute for \(host) in the job file; the next run fetches this scope again")
         error.retryAfterSeconds = retryAfterSeconds

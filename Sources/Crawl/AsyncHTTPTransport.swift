@@ -45,6 +45,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
     }
 
     public func get(_ request: HTTPRequest, timeoutSeconds: Double) async throws(TransportError) -> HTTPResponse {
+        if let refusal = TransportError.refusal(of: request.url) { throw refusal }
         var outgoing = HTTPClientRequest(url: request.url.absoluteString)
         outgoing.method = .GET
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }

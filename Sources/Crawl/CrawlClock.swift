@@ -19,8 +19,13 @@ public struct SystemCrawlClock: CrawlClock {
 
     public func sleep(seconds: Double) async throws {
         guard seconds > 0 else { return }
-        try await Task.sleep(for: .nanoseconds(Int64(seconds * 1e9)))
+        // Bounded: a pause computed from outside numbers (a rate, a fleet size)
+        // must neither trap the conversion nor outlast the night by years.
+        let bounded = min(seconds, Self.longestSleepSeconds)
+        try await Task.sleep(for: .nanoseconds(Int64(bounded * 1e9)))
     }
 
     private static let origin = ContinuousClock.now
+    /// A year and a day: longer than any run's deadline allows.
+    static let longestSleepSeconds: Double = 366 * 86_400
 }

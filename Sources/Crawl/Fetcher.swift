@@ -270,8 +270,8 @@ package final class Fetcher: Sendable {
     private func overlongPause(_ url: URL, host: String, retryAfter: Double, sent: Bool) -> StoreSyncError {
         var error = StoreSyncError.throttled(url: url.absoluteString, host: host, retryAfterSeconds: retryAfter)
         error.message = sent
-            ? "the server asked to wait \(Int(retryAfter)) s, more than http.backoffMaxSeconds (\(Int(settings.backoffMaxSeconds)) s) allows"
-            : "not sent: \(host) asked earlier in this run to wait \(Int(retryAfter)) s, more than http.backoffMaxSeconds allows"
+            ? "the server asked to wait \(retryAfter.wholeSecondsText) s, more than http.backoffMaxSeconds (\(settings.backoffMaxSeconds.wholeSecondsText) s) allows"
+            : "not sent: \(host) asked earlier in this run to wait \(retryAfter.wholeSecondsText) s, more than http.backoffMaxSeconds allows"
         error.remedy = "The scope is marked incomplete, so nothing is removed; the next run asks again. "
             + "Raise http.backoffMaxSeconds to wait longer, or lower http.requestsPerMinute for \(host)"
         return error
@@ -330,15 +330,23 @@ package final class Fetcher: Sendable {
         }
     }
 
+    /// The longest pause a `Retry-After` is taken to ask for. Anything longer
+    /// (`1e20`, `inf`, a date in year 9999) means "not tonight" just as well,
+    /// and a bounded value keeps every later sum and conversion total.
+    public static let longestRetryAfterSeconds: Double = 366 * 86_400
+
     /// `Retry-After` is either delta-seconds or an HTTP date (RFC 9110 §10.2.3).
-    static func parseRetryAfter(_ value: String) -> Double? {
+    /// Servers also send decimals, exponents, hex floats and `inf`: any number is
+    /// read, then clamped to `0 … longestRetryAfterSeconds`; NaN and text that is
+    /// neither form are ignored (the ordinary backoff applies).
+    public static func parseRetryAfter(_ value: String) -> Double? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Double(trimmed) { return max(0, seconds) }
+        if let seconds = Double(trimmed) { return seconds.clamped(to: 0...longestRetryAfterSeconds) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
-        return max(0, date.timeIntervalSinceNow)
+        return date.timeIntervalSinceNow.clamped(to: 0...longestRetryAfterSeconds)
     }
 }

@@ -19,6 +19,7 @@ public struct AsyncHTTPPoster: HTTPPoster {
 
     public func post(_ url: URL, headers: [(name: String, value: String)], body: [UInt8],
                      timeoutSeconds: Double) async throws(TransportError) -> Int {
+        if let refusal = TransportError.refusal(of: url) { throw refusal }
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

@@ -61,6 +61,16 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case bodyTooLarge(limit: Int)
     case invalidURL(String)
 
+    /// A URL a client library cannot be handed: a port outside 1…65535
+    /// (`http://127.0.0.1:65536/` from a page or a `Location`) traps inside
+    /// SwiftNIO's address conversion instead of failing.
+    public static func refusal(of url: URL) -> TransportError? {
+        if let port = url.port, !(1...65_535).contains(port) {
+            return .invalidURL("\(url.absoluteString) (port \(port) is outside 1…65535)")
+        }
+        return nil
+    }
+
     public var description: String {
         switch self {
         case .timedOut(let s): "no answer within \(s) s"

@@ -213,7 +213,8 @@ package enum PrettyJSON {
             }.joined(separator: ",\n") + "\n\(indent)}"
         case .double(let d):
             // Durations: milliseconds are enough, and keep the file stable to read.
-            return d.rounded() == d ? String(Int64(d)) : String(format: "%.3f", d)
+            if !d.isFinite { return "null" }
+            return d.rounded() == d && abs(d) < 1e15 ? String(Int64(d)) : String(format: "%.3f", d)
         default:
             return CanonicalJSON.string(value)
         }

@@ -71,7 +71,10 @@ extension Int64: SQLColumnValue {
     init?(sqlValue: SQLValue) {
         switch sqlValue {
         case .integer(let value): self = value
-        case .real(let value): self = Int64(value)
+        case .real(let value):
+            // A PostgreSQL sum past Int64 comes back as a real; NaN or inf from a damaged store.
+            guard let exact = Int64(exactly: value.rounded(.towardZero)) else { return nil }
+            self = exact
         case .text(let text): guard let value = Int64(text) else { return nil }; self = value
         case .null: return nil
         }

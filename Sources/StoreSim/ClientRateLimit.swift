@@ -1,3 +1,4 @@
+import Catalog
 import Synchronization
 
 /// A request budget per client, as the iTunes Store keeps one (about 20
@@ -17,7 +18,7 @@ public struct ClientRateLimit: Sendable, Equatable {
     /// `burst` defaults to one second's worth of requests (at least one).
     public init(requestsPerMinute: Double, burst: Int? = nil) {
         self.requestsPerMinute = requestsPerMinute
-        self.burst = max(1, burst ?? Int(requestsPerMinute / 60))
+        self.burst = max(1, burst ?? min(100_000, (requestsPerMinute / 60).clampedInt ?? 1))
     }
 }
 
@@ -53,7 +54,7 @@ final class ClientRateLimiter: Sendable {
     /// The answer to a client past its budget. `Retry-After` is whole seconds
     /// (as HTTP has it), rounded up so a client that waits as told is served.
     static func refusal(retryAfter seconds: Double) -> SimResponse {
-        let whole = seconds.isFinite ? max(1, Int(seconds.rounded(.up))) : 3600
+        let whole = seconds.rounded(.up).clampedInt.map { max(1, min($0, 366 * 86_400)) } ?? 3600
         return SimResponse(status: 429, contentType: "text/plain; charset=utf-8",
                            headers: [("Retry-After", String(whole))],
                            body: Array("Too Many Requests: this client's rate limit is exceeded".utf8))

@@ -124,7 +124,8 @@ struct SimDate: Sendable, Equatable, Comparable {
             }
         }
         guard let day, let month, let year, let clock else { return nil }
-        guard (1...31).contains(day), (0...23).contains(clock[0]), (0...59).contains(clock[1]),
+        // A client's header: years outside 1…9999 would overflow the arithmetic below.
+        guard (1...9999).contains(year), (1...31).contains(day), (0...23).contains(clock[0]), (0...59).contains(clock[1]),
               (0...60).contains(clock[2]) else { return nil }
         return SimDate(year: year, month: month, day: day).day * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2]
     }

@@ -88,8 +88,7 @@ public enum JobLoader {
         let value: JobNode.Value
         switch node {
         case .scalar(let scalar):
-            value = .scalar(JobNode.Scalar(text: scalar.string, isNull: node.null != nil, int: node.int,
-                                           double: node.float, bool: node.bool))
+            value = .scalar(typedScalar(node))
         case .sequence(let sequence):
             value = .sequence(sequence.map(jobNode))
         case .mapping(let mapping):

@@ -126,9 +126,16 @@ extension JobLoader {
     }
 
     /// A scalar as a plain YAML value reads: `5` a number, `true` a boolean.
-    static func typedScalar(_ text: String) -> JobNode.Scalar {
-        let node = Node(text)
-        return JobNode.Scalar(text: text, isNull: node.null != nil, int: node.int, double: node.float, bool: node.bool)
+    static func typedScalar(_ text: String) -> JobNode.Scalar { typedScalar(Node(text)) }
+
+    /// A scalar node as the settings read it. YAML 1.1's base-60 numbers
+    /// (`1:30`) are not read as numbers: no setting takes one, and Yams'
+    /// reading of them traps on overflow (`1:1:1:1:1:1:1:1:1:1:1`).
+    static func typedScalar(_ node: Node) -> JobNode.Scalar {
+        let text = node.scalar?.string ?? ""
+        let sexagesimal = text.contains(":")
+        return JobNode.Scalar(text: text, isNull: node.null != nil, int: sexagesimal ? nil : node.int,
+                              double: sexagesimal ? nil : node.float, bool: node.bool)
     }
 
     // MARK: Overrides

@@ -3,6 +3,7 @@ import Catalog
 import Foundation
 import Logging
 import StoreSim
+import SyncEngine
 
 /// `storesync simulate`: serves the offline world so any job, or curl, can use it.
 struct Simulate: AsyncParsableCommand {
@@ -60,10 +61,12 @@ struct Simulate: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
-        guard night >= 1 else { throw ValidationError("--night starts at 1") }
+        guard RunOptions.nightRange.contains(night) else {
+            throw ValidationError("--night must be between \(RunOptions.nightRange.lowerBound) and \(RunOptions.nightRange.upperBound), got \(night)")
+        }
         do { _ = try FaultPlan.parse(faults) } catch { throw ValidationError("\(error)") }
-        if let limit = clientRequestsPerMinute, !(limit > 0 && limit.isFinite) {
-            throw ValidationError("--client-requests-per-minute must be a positive number")
+        if let limit = clientRequestsPerMinute, !(limit >= 0.001 && limit <= 1_000_000) {
+            throw ValidationError("--client-requests-per-minute must be between 0.001 and 1000000")
         }
     }
 
@@ -81,13 +84,13 @@ struct Simulate: AsyncParsableCommand {
             """
         FileHandle.standardOutput.write(Data(banner.utf8))
         // Serve until interrupted; then stop cleanly (the port is released).
-        let signals = SignalWatcher(signals: [SIGINT, SIGTERM])
+        let signals = SignalWatcher(signals: GracefulStop.stopSignals)
         for await _ in signals.stream { break }
         await server.shutdown()
     }
 }
 
-/// Delivers SIGINT/SIGTERM as an async stream instead of killing the process.
+/// Delivers SIGINT/SIGTERM/SIGHUP as an async stream instead of killing the process.
 final class SignalWatcher: @unchecked Sendable {
     // Written once in init and only cancelled in deinit: never mutated concurrently.
     private var sources: [any DispatchSourceSignal] = []
@@ -96,7 +99,9 @@ final class SignalWatcher: @unchecked Sendable {
     init(signals: [Int32]) {
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         self.stream = stream
-        sources = signals.map { signalNumber in
+        // `nohup storesync run …` asks for SIGHUP to be ignored: it stays so.
+        let wanted = signals.filter { $0 != SIGHUP || !Self.isIgnored(SIGHUP) }
+        sources = wanted.map { signalNumber in
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler { continuation.yield(signalNumber) }
@@ -106,4 +111,17 @@ final class SignalWatcher: @unchecked Sendable {
     }
 
     deinit { sources.forEach { $0.cancel() } }
+
+    /// Whether the process was started with `signalNumber` ignored (by `nohup`, say).
+    static func isIgnored(_ signalNumber: Int32) -> Bool {
+        var current = sigaction()
+        guard sigaction(signalNumber, nil, &current) == 0 else { return false }
+        // SIG_IGN is the handler value 1; function pointers compare by address.
+        #if canImport(Darwin)
+        let handler = current.__sigaction_u.__sa_handler
+        #else
+        let handler = current.__sigaction_handler.sa_handler
+        #endif
+        return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
 }

@@ -28,7 +28,7 @@ struct StoreSync: AsyncParsableCommand {
             Exit codes: 0 ok · 1 failed · 2 partial (something was left out; nothing was removed on the strength of it) \
             · 3 another run holds the store's lock · 64 invalid job file or arguments \
             · 75 a worker's claim on a scope went to another worker (it committed nothing after that) \
-            · 130/143 stopped by SIGINT/SIGTERM (a run stops at a page boundary and resumes next time).
+            · 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (a run stops at a page boundary and resumes next time).
             """,
         version: StoreSyncVersion.current,
         subcommands: [Run.self, Status.self, Changes.self, Export.self, Validate.self, Migrate.self, Simulate.self, BenchCommand.self,
@@ -129,7 +129,9 @@ struct Run: AsyncParsableCommand {
         if !worker && (fleet != nil || workerName != nil || fleetSize != nil) {
             throw ValidationError("--fleet, --worker-name and --fleet-size need --worker")
         }
-        if let fleetSize, fleetSize < 1 { throw ValidationError("--fleet-size must be 1 or more") }
+        if let fleetSize, !Self.fleetSizes.contains(fleetSize) {
+            throw ValidationError("--fleet-size must be between 1 and \(Self.fleetSizes.upperBound), got \(fleetSize)")
+        }
     }
 
     func run() async throws {
@@ -171,6 +173,9 @@ struct Run: AsyncParsableCommand {
 }
 
 extension Run {
+    /// Workers a fleet may name with `--fleet-size` (each gets 1/N of the per-host budget).
+    static let fleetSizes = 1...10_000
+
     /// A worker's identity from its flags, else from what schedulers set: a
     /// Kubernetes Indexed Job gives each pod JOB_COMPLETION_INDEX.
     static func workerOptions(fleet: String?, name: String?, lease: Double, size: Int?,
@@ -179,7 +184,9 @@ extension Run {
         let fleetKey = fleet ?? environment["STORESYNC_FLEET"] ?? day
         let workerName = name ?? environment["JOB_COMPLETION_INDEX"].map { "worker-\($0)" }
             ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())"
-        let fleetSize = size ?? environment["STORESYNC_FLEET_SIZE"].flatMap(Int.init) ?? 1
+        // The environment's value is held to the flag's range: a fleet of 10^9
+        // would make every worker's pause between two requests years long.
+        let fleetSize = min(fleetSizes.upperBound, max(1, size ?? environment["STORESYNC_FLEET_SIZE"].flatMap(Int.init) ?? 1))
         return WorkerOptions(fleet: fleetKey, name: workerName, leaseSeconds: lease, fleetSize: fleetSize)
     }
 }

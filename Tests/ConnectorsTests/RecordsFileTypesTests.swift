@@ -21,6 +21,9 @@ import Testing
         ("5.", .string("5.")), ("00.5", .string("00.5")), ("1,5", .string("1,5")), ("1,000", .string("1,000")), ("1 000", .string("1 000")),
         ("0x10", .string("0x10")), (" 12", .string(" 12")), ("12 ", .string("12 ")), ("1e", .string("1e")), ("-", .string("-")),
         ("1.2.3", .string("1.2.3")), ("--1", .string("--1")),
+        // Exponents at Int's edges: a zero whose exponent overflows the digit count stays text, never traps.
+        ("0.0e-9223372036854775808", .string("0.0e-9223372036854775808")), ("1.5e-9223372036854775808", .string("1.5e-9223372036854775808")),
+        ("1e-99999999999999999999", .string("1e-99999999999999999999")),
         // Dates and other text stay text.
         ("2024-05-01", .string("2024-05-01")), ("2024-05-01T12:00:00Z", .string("2024-05-01T12:00:00Z")), ("12:30", .string("12:30")),
         ("hello", .string("hello")), ("Ünïcode", .string("Ünïcode")),

@@ -147,7 +147,10 @@ enum CSVValue {
             if let exponentText {
                 // Exponents beyond Int are not finite doubles and never reach here.
                 guard let e = Int(String(decoding: exponentText, as: UTF8.self)) else { return nil }
-                exponent += e
+                // `0.0e-9223372036854775808` is a finite double (zero): the sum must not trap.
+                let (sum, overflow) = exponent.addingReportingOverflow(e)
+                guard !overflow else { return nil }
+                exponent = sum
             }
             while digits.last == UInt8(ascii: "0") {
                 digits.removeLast()
