@@ -68,19 +68,30 @@ package enum PathTemplate {
     /// Whether `name` (one file name, no folder) could have been produced by
     /// `template` (the template's last path component): each `{variable}`
     /// matches one or more characters without `/` that do not start with a
-    /// dot (``sanitize`` never writes one), the rest literally. `keep: N`
-    /// prunes with it, so a user's own file that merely sits in the folder is
-    /// never taken for one of the export's.
-    package static func matches(_ name: String, template: String) -> Bool {
-        // Literal pieces between the variables: "changes-{date}.csv" → ["changes-", ".csv"].
+    /// dot (``sanitize`` never writes one), the rest literally. The job
+    /// loader asks it whether an export could write one of the store's files.
+    ///
+    /// With `datesAreDates`, `{date}` matches only a `yyyy-MM-dd` date, as
+    /// the exports write it: `{date}.sqlite` then cannot be `snapshot.sqlite`.
+    package static func matches(_ name: String, template: String, datesAreDates: Bool = false) -> Bool {
+        // Literal pieces between the variables: "changes-{date}.csv" → ["changes-", ".csv"], variables ["date"].
         var pieces: [Substring] = []
+        var variables: [Substring] = []
         var rest = Substring(template)
         while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
             pieces.append(rest[..<open])
+            variables.append(rest[rest.index(after: open)..<close])
             rest = rest[rest.index(after: close)...]
         }
         pieces.append(rest)
         let text = Array(name.unicodeScalars)
+        func isDate(_ from: Int, _ to: Int) -> Bool {
+            guard to - from == 10 else { return false }
+            return (0..<10).allSatisfy { offset in
+                let scalar = text[from + offset]
+                return offset == 4 || offset == 7 ? scalar == "-" : ("0"..."9").contains(scalar)
+            }
+        }
         func match(_ piece: Int, _ at: Int) -> Bool {
             let literal = Array(pieces[piece].unicodeScalars)
             guard at + literal.count <= text.count, Array(text[at..<(at + literal.count)]) == literal else { return false }
@@ -88,10 +99,11 @@ package enum PathTemplate {
             if piece == pieces.count - 1 { return after == text.count }
             // A variable: at least one character, no '/', not starting with '.'.
             guard after < text.count, text[after] != "." else { return false }
+            let strictDate = datesAreDates && variables[piece] == "date"
             var end = after + 1
             while end <= text.count {
                 if text[end - 1] == "/" { return false }
-                if match(piece + 1, end) { return true }
+                if (!strictDate || isDate(after, end)), match(piece + 1, end) { return true }
                 end += 1
             }
             return false

@@ -218,16 +218,23 @@ package enum AtomicFile {
     /// `feeds -> /tmp/elsewhere`) must not carry writes outside it. Checked
     /// on the deepest folder that exists, before any folder is created.
     static func checkConfinement(_ directory: URL) throws {
-        guard let root = confinedTo else { return }
+        guard let root = confinedTo, let reason = escape(of: directory, root: root) else { return }
+        throw ExportError.invalidInput(path: directory.path, reason: reason)
+    }
+
+    /// Why `directory`, with symbolic links resolved, is not inside `root`
+    /// (naming the link that leads out); nil when it is. Checked on the
+    /// deepest folder that exists. Writes and removals both ask it.
+    static func escape(of directory: URL, root: URL) -> String? {
         let rootPath = root.standardizedFileURL.path
-        guard let realRoot = realPath(rootPath) else { return }  // not created yet: nothing there to lead elsewhere
+        guard let realRoot = realPath(rootPath) else { return nil }  // not created yet: nothing there to lead elsewhere
         var existing = directory.standardizedFileURL
         while !FileManager.default.fileExists(atPath: existing.path), existing.path != "/" {
             existing = existing.deletingLastPathComponent()
         }
-        guard let real = realPath(existing.path) else { return }
+        guard let real = realPath(existing.path) else { return nil }
         let inside = real == realRoot || real.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/")
-        guard !inside else { return }
+        guard !inside else { return nil }
         // Name the link that leads out: the first component below the root that is one.
         var link = existing.path
         var walked = URL(fileURLWithPath: rootPath)
@@ -240,10 +247,8 @@ package enum AtomicFile {
             }
         }
         let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) ?? real
-        throw ExportError.invalidInput(
-            path: directory.path,
-            reason: "refused: the symbolic link \(link) -> \(target) leads outside the output folder \(rootPath) (to \(real)); "
-                + "nothing is written through it. Replace the link with a folder, or point the job's output at \(real)")
+        return "refused: the symbolic link \(link) -> \(target) leads outside the output folder \(rootPath) (to \(real)); "
+            + "nothing is written or removed through it. Replace the link with a folder, or point the job's output at \(real)"
     }
 
     /// `path` with every symbolic link resolved (`realpath(3)`); nil when it does not exist.

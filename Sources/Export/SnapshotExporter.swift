@@ -31,6 +31,10 @@ package struct ExportContext: Sendable {
     /// `keep: N` of the job's exports, by the export's template (``ExportSpec/target``):
     /// after writing, older files of that template are pruned to the newest N.
     package var keep: [String: Int] = [:]
+    /// Files no export may ever remove, whatever a template matches: the
+    /// snapshot store and its companions (`-wal`, `-shm`, `.lock`, …) when
+    /// the store sits in the output folder.
+    package var protectedPaths: Set<String> = []
 
     package init(store: any SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
         self.store = store
@@ -163,15 +167,28 @@ package enum SnapshotExporter {
         }
         for file in files { logger.debug("exported \(file.path) (\(file.rows) rows, \(file.bytes) bytes)") }
         // `keep: N` prunes only after every export succeeded, like the sweep: a failed night removes nothing.
+        let root = URL(fileURLWithPath: context.outputDirectory)
+        let protected = ProtectedFiles(context.protectedPaths)
+        var dated = DatedManifest.load(root)
         for spec in specs {
             guard let keep = context.keep[spec.target] else { continue }
             let written = files.filter { $0.template == spec.target }.map(\.path)
-            for path in KeptFiles.prune(template: spec.target, keep: keep, written: written, outputDirectory: context.outputDirectory) {
+            let outcome = KeptFiles.prune(template: spec.target, keep: keep, written: written, outputDirectory: context.outputDirectory,
+                                          manifest: &dated, jobName: context.jobName, protected: protected)
+            for path in outcome.removed {
                 logger.info("removed \(path): older than the newest \(keep) the export keeps (keep: \(keep))")
             }
+            if !outcome.unlisted.isEmpty {
+                let shown = outcome.unlisted.prefix(5).joined(separator: ", ")
+                let more = outcome.unlisted.count > 5 ? " (and \(outcome.unlisted.count - 5) more)" : ""
+                logger.warning("keep: \(keep) of \(spec.target) left \(shown)\(more): storesync has no record of writing them, so it does not remove them; delete them by hand if they are old exports")
+            }
+            for (path, reason) in outcome.refused { logger.warning("keep: not removed \(path): \(reason)") }
         }
-        let removed = StaleFiles.sweep(specs, written: files, outputDirectory: context.outputDirectory, kept: Set(context.keep.keys))
-        for path in removed { logger.info("removed \(path): its group (a genre or country) is no longer in the feed") }
+        dated.save(root)
+        let swept = StaleFiles.sweep(specs, written: files, outputDirectory: context.outputDirectory, kept: Set(context.keep.keys), protected: protected)
+        for path in swept.removed { logger.info("removed \(path): its group (a genre or country) is no longer in the feed") }
+        for (path, reason) in swept.refused { logger.warning("not removed \(path): \(reason)") }
         return files
     }
 
@@ -201,7 +218,8 @@ enum StaleFiles {
 
     /// Removes the stale files and records the new lists; returns the removed paths.
     @discardableResult
-    static func sweep(_ specs: [ExportSpec], written: [ExportedFile], outputDirectory: String, kept: Set<String> = []) -> [String] {
+    static func sweep(_ specs: [ExportSpec], written: [ExportedFile], outputDirectory: String, kept: Set<String> = [],
+                      protected: ProtectedFiles = ProtectedFiles([])) -> (removed: [String], refused: [(String, String)]) {
         let root = URL(fileURLWithPath: outputDirectory).standardizedFileURL
         let manifestURL = root.appendingPathComponent(manifestName)
         var manifest: [String: JSONValue] = [:]
@@ -209,6 +227,7 @@ enum StaleFiles {
             manifest = object
         }
         var removed: [String] = []
+        var refused: [(String, String)] = []
         var changed = false
         for spec in specs {
             let template = spec.target
@@ -217,53 +236,200 @@ enum StaleFiles {
             guard !variables.isDisjoint(with: ["genre", "country"]), !variables.contains("date"), !kept.contains(template) else { continue }
             let now = Set(written.filter { $0.template == template }.map { SnapshotExporter.relativePath($0.path, in: root.path) })
             let before = Set(manifest[template]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            var listed = now
             for path in before.subtracting(now).sorted() {
                 let url = root.appendingPathComponent(path).standardizedFileURL
                 // Only what the list names, and only inside the output folder.
                 guard url.path.hasPrefix(root.path + "/"), !path.contains("..") else { continue }
-                if (try? FileManager.default.removeItem(at: url)) != nil { removed.append(url.path) }
-                let index = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).archive.json")
-                try? FileManager.default.removeItem(at: index)
+                switch OwnedFile.remove(url, root: root, protected: protected) {
+                case .removed:
+                    removed.append(url.path)
+                    let index = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).archive.json")
+                    _ = OwnedFile.remove(index, root: root, protected: protected)
+                case .absent:
+                    break
+                case .refused(let reason):
+                    // Kept on the list: once the link is fixed, the next night removes it.
+                    refused.append((url.path, reason))
+                    listed.insert(path)
+                }
             }
-            if before != now {
-                manifest[template] = .array(now.sorted().map(JSONValue.string))
+            if before != listed {
+                manifest[template] = .array(listed.sorted().map(JSONValue.string))
                 changed = true
             }
         }
         if changed { try? AtomicFile.write(CanonicalJSON.encode(.object(manifest)), to: manifestURL) }
-        return removed
+        return (removed, refused)
     }
 }
 
 /// `keep: N`: the dated files of one export beyond the newest N.
 ///
-/// The files are those in the folder of tonight's file whose name the
-/// export's template could have produced (``PathTemplate/matches(_:template:)``),
-/// so nothing else in the folder is touched. Newest is by name, which for
-/// `{date}` (`yyyy-MM-dd`) is by date; tonight's file always stays, so
+/// Only files the manifest (``DatedManifest``) says this very template wrote
+/// are ever removed: a user's `budget.csv`, the store, or an old dated file
+/// from before the manifest existed stay, whatever the template matches (the
+/// last are named in a warning). Newest is by the `{date}` in the name, per
+/// group of the template's other variables; tonight's files always stay, so
 /// `storesync export` of an older run does not delete what it just wrote.
 enum KeptFiles {
-    /// Removes the older files; returns the removed paths.
-    @discardableResult
-    static func prune(template: String, keep: Int, written: [String], outputDirectory: String) -> [String] {
-        let root = URL(fileURLWithPath: outputDirectory).standardizedFileURL.path + "/"
-        let pattern = String(template.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
-        let tonight = Set(written.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
+    struct Outcome {
         var removed: [String] = []
-        func parent(of path: String) -> String { URL(fileURLWithPath: path).deletingLastPathComponent().path }
-        for folder in Set(tonight.map(parent(of:))).sorted() {
-            // Only inside the output folder (Invariant 7).
-            guard (folder + "/").hasPrefix(root) else { continue }
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-            let older = names.filter { PathTemplate.matches($0, template: pattern) }
-                .map { folder + "/" + $0 }
-                .filter { !tonight.contains($0) }
-                .sorted(by: >)
-            let room = max(0, keep - tonight.filter { parent(of: $0) == folder }.count)
-            for path in older.dropFirst(room) where (try? FileManager.default.removeItem(atPath: path)) != nil {
-                removed.append(path)
+        /// Files the template's strict pattern matches that the manifest does not list.
+        var unlisted: [String] = []
+        var refused: [(String, String)] = []
+    }
+
+    static func prune(template: String, keep: Int, written: [String], outputDirectory: String,
+                      manifest: inout DatedManifest, jobName: String, protected: ProtectedFiles) -> Outcome {
+        let root = URL(fileURLWithPath: outputDirectory).standardizedFileURL
+        let pattern = DatedName(template: String(template.split(separator: "/", omittingEmptySubsequences: false).last ?? ""), jobName: jobName)
+        let tonight = Set(written.map { SnapshotExporter.relativePath($0, in: root.path) })
+        var listed = Set(manifest.files[template] ?? []).union(tonight)
+        var outcome = Outcome()
+        func parent(_ path: String) -> String { (path as NSString).deletingLastPathComponent }
+        func exists(_ relative: String) -> Bool {
+            var info = stat()
+            return lstat(root.appendingPathComponent(relative).path, &info) == 0
+        }
+        listed = listed.filter { !$0.hasPrefix("/") && !$0.split(separator: "/").contains("..") && exists($0) }
+        // Groups: one folder and one value of every variable but {date}.
+        var groups: [String: [(relative: String, date: String)]] = [:]
+        for relative in listed {
+            guard let parts = pattern.parts((relative as NSString).lastPathComponent) else { continue }
+            groups[parent(relative) + "\u{0}" + parts.group, default: []].append((relative, parts.date))
+        }
+        for (_, members) in groups.sorted(by: { $0.key < $1.key }) {
+            let room = max(0, keep - members.filter { tonight.contains($0.relative) }.count)
+            let older = members.filter { !tonight.contains($0.relative) }
+                .sorted { ($0.date, $0.relative) > ($1.date, $1.relative) }
+            for file in older.dropFirst(room) {
+                let url = root.appendingPathComponent(file.relative).standardizedFileURL
+                switch OwnedFile.remove(url, root: root, protected: protected) {
+                case .removed: listed.remove(file.relative); outcome.removed.append(url.path)
+                case .absent: listed.remove(file.relative)
+                case .refused(let reason): outcome.refused.append((url.path, reason))
+                }
             }
         }
-        return removed
+        manifest.files[template] = listed.sorted()
+        // Dated files the template could have written, that nothing vouches for.
+        for folder in Set(tonight.map(parent)).sorted() {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(folder).path)) ?? []
+            for name in names.sorted() where pattern.parts(name) != nil {
+                let relative = folder.isEmpty ? name : folder + "/" + name
+                if !listed.contains(relative) { outcome.unlisted.append(relative) }
+            }
+        }
+        return outcome
+    }
+}
+
+/// What `keep: N` knows it wrote: template → the files (relative to the output
+/// folder) it wrote from that template, in `.storesync-dated.json`.
+struct DatedManifest {
+    static let fileName = ".storesync-dated.json"
+    var files: [String: [String]] = [:]
+    private var loaded: [String: [String]] = [:]
+
+    static func load(_ root: URL) -> DatedManifest {
+        var manifest = DatedManifest()
+        if let data = try? Data(contentsOf: root.appendingPathComponent(fileName)),
+           let object = (try? JSONParser.parse(Array(data)))?.objectValue {
+            for (template, list) in object {
+                manifest.files[template] = list.arrayValue?.compactMap(\.stringValue) ?? []
+            }
+        }
+        manifest.loaded = manifest.files
+        return manifest
+    }
+
+    func save(_ root: URL) {
+        guard files != loaded else { return }
+        let object = files.mapValues { JSONValue.array($0.map(JSONValue.string)) }
+        try? AtomicFile.write(CanonicalJSON.encode(.object(object)), to: root.appendingPathComponent(Self.fileName))
+    }
+}
+
+/// A dated template's file name taken apart: `{date}` must be a `yyyy-MM-dd`
+/// date, `{job}` the job's own (sanitised) name, every other variable one or
+/// more characters; so `budget.csv` or `snapshot.sqlite` is never a
+/// `{date}.csv` or `{date}.sqlite`.
+struct DatedName {
+    private let regex: NSRegularExpression?
+    private let dateGroup: Int?
+
+    init(template: String, jobName: String) {
+        var pattern = "^"
+        var rest = Substring(template)
+        var group = 0
+        var dateGroup: Int?
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            pattern += NSRegularExpression.escapedPattern(for: String(rest[..<open]))
+            let name = rest[rest.index(after: open)..<close]
+            switch name {
+            case "date":
+                group += 1
+                dateGroup = group
+                pattern += "([0-9]{4}-[0-9]{2}-[0-9]{2})"
+            case "job":
+                pattern += NSRegularExpression.escapedPattern(for: PathTemplate.sanitize(jobName))
+            default:
+                group += 1
+                pattern += "([^/.][^/]*?)"
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        pattern += NSRegularExpression.escapedPattern(for: String(rest)) + "$"
+        regex = try? NSRegularExpression(pattern: pattern)
+        self.dateGroup = dateGroup
+    }
+
+    /// The file's date and the values of its other variables; nil when the template could not have written it.
+    func parts(_ name: String) -> (date: String, group: String)? {
+        guard let regex, let match = regex.firstMatch(in: name, range: NSRange(name.startIndex..., in: name)) else { return nil }
+        var date = ""
+        var others: [String] = []
+        for index in 1..<max(1, match.numberOfRanges) {
+            guard let range = Range(match.range(at: index), in: name) else { continue }
+            if index == dateGroup { date = String(name[range]) } else { others.append(String(name[range])) }
+        }
+        return (date, others.joined(separator: "\u{0}"))
+    }
+}
+
+/// The paths no export removes, compared with links resolved.
+package struct ProtectedFiles: Sendable {
+    let paths: Set<String>
+    init(_ paths: Set<String>) {
+        self.paths = Set(paths.flatMap { path in [URL(fileURLWithPath: path).standardizedFileURL.path] + [AtomicFile.realPath(path)].compactMap { $0 } })
+    }
+    func contains(_ url: URL) -> Bool {
+        let path = url.standardizedFileURL.path
+        if paths.contains(path) { return true }
+        // The folder resolved, the name as it is: a link to the store is itself removable, the store is not.
+        let folder = AtomicFile.realPath(url.deletingLastPathComponent().path) ?? url.deletingLastPathComponent().path
+        return paths.contains(folder + "/" + url.lastPathComponent) || (AtomicFile.realPath(path).map(paths.contains) ?? false)
+    }
+}
+
+/// Removing a file an export wrote, with the same care as writing one.
+enum OwnedFile {
+    enum Removal { case removed, absent, refused(String) }
+
+    /// Removes the file at `url` (a link is removed as a link, never followed;
+    /// a folder never), only when its folder is inside `root` with links
+    /// resolved and it is not a protected file.
+    static func remove(_ url: URL, root: URL, protected: ProtectedFiles) -> Removal {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { return .absent }
+        if protected.contains(url) {
+            return .refused("it is the snapshot store or one of its files, which no export removes")
+        }
+        if let escape = AtomicFile.escape(of: url.deletingLastPathComponent(), root: root) {
+            return .refused(escape)
+        }
+        guard (info.st_mode & S_IFMT) != S_IFDIR else { return .refused("it is a folder, not a file an export wrote") }
+        return unlink(url.path) == 0 ? .removed : .refused(String(cString: strerror(errno)))
     }
 }

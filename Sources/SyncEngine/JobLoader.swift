@@ -181,6 +181,9 @@ extension SettingsReader {
             }
         }
         let notify = value(top, "notify").flatMap { notifySpec($0, environment: environment) }
+        if let name, let store, let output, !PostgresLocation.isPostgres(store), let node = value(top, "exports")?.sequence {
+            refuseExportsOverTheStore(exports, nodes: node, store: resolve(store), output: resolve(output), jobName: name)
+        }
         guard let name, let store, let output else { return nil }
         var spec = JobSpec(
             name: name, file: file, storePath: PostgresLocation.isPostgres(store) ? store : resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
@@ -189,6 +192,37 @@ extension SettingsReader {
         spec.exportKeep = exportKeep
         spec.notify = notify
         return spec
+    }
+
+    /// A store may sit in the output folder (the demo's does), but no export
+    /// may write one of its files: `{kind: sqlite, path: "{date}.sqlite"}`
+    /// could be renamed over `snapshot.sqlite` on no night, yet
+    /// `path: snapshot.sqlite` would replace the store. `run` loads the job
+    /// through here too, so `validate` and `run` refuse the same jobs.
+    mutating func refuseExportsOverTheStore(_ exports: [ExportSpec], nodes: [JobNode], store: String, output: String, jobName: String) {
+        let base = URL(fileURLWithPath: output).standardizedFileURL.path + "/"
+        let storePath = URL(fileURLWithPath: store).standardizedFileURL.path
+        guard storePath.hasPrefix(base) else { return }
+        let storeRelative = String(storePath.dropFirst(base.count))
+        let storeFiles = ["", "-wal", "-shm", "-journal", ".lock", ".history"].map { storeRelative + $0 }
+        for (n, export) in exports.enumerated() where n < nodes.count {
+            var targets: [String] = []
+            switch export {
+            case .sqlite(let path, _), .csvChanges(let path, _), .runReport(let path), .metrics(let path): targets = [path]
+            case .feed(let feed): targets = [feed.rssPath, feed.atomPath].compactMap { $0 }
+            case .opml(let opml): targets = [opml.path]
+            case .csvTables, .artwork: targets = []
+            }
+            for target in targets {
+                let expanded = PathTemplate.expand(target, ["job": jobName])
+                // Each other variable stands for any name it could take, `{date}` for any day's.
+                if let hit = storeFiles.first(where: { expanded == $0 || PathTemplate.matches($0, template: expanded, datesAreDates: true) }) {
+                    issue(nodes[n], "exports[\(n)].path",
+                          "'\(target)' could overwrite the snapshot store's file \(hit) in the output folder; "
+                          + "name the export's file differently, or keep the store outside \(output)")
+                }
+            }
+        }
     }
 
     /// `keep: N` of an export: only for exports whose file name has `{date}`

@@ -47,6 +47,16 @@ public struct JobSpec: Sendable, Equatable {
         self.exports = exports
         self.retention = retention
     }
+
+    /// The snapshot store's own files (the database, its journal and WAL,
+    /// the run lock, the history marker): no export may remove or replace
+    /// them, even when the store sits in the output folder. Empty for a
+    /// PostgreSQL store.
+    public var storeFiles: Set<String> {
+        let lower = storePath.lowercased()
+        guard !lower.hasPrefix("postgres://"), !lower.hasPrefix("postgresql://") else { return [] }
+        return Set(["", "-wal", "-shm", "-journal", ".lock", ".history"].map { storePath + $0 })
+    }
 }
 
 

@@ -25,6 +25,7 @@ public enum Reexport {
         var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                     outputDirectory: job.outputDirectory)
         context.keep = job.exportKeep
+        context.protectedPaths = job.storeFiles
         context.artworkSize = job.artworkSize
         // Nothing is downloaded here: feeds point at the copies the last run left in the mirror.
         if let artwork = job.artworkExport {

@@ -268,6 +268,7 @@ public struct Runner: Sendable {
             var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                         outputDirectory: job.outputDirectory)
             context.keep = job.exportKeep
+            context.protectedPaths = job.storeFiles
             context.artworkSize = job.artworkSize
             var exportError: StoreSyncError?
             // The mirror goes first: the feeds written next point at what it holds.

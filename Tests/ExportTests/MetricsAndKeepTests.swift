@@ -135,19 +135,68 @@ enum StrictPrometheusText {
         try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(folder).path).filter { !$0.hasPrefix(".") }.sorted()
     }
 
-    @Test func onlyFilesTheTemplateCouldHaveWrittenArePruned() throws {
+    func prune(_ template: String, keep: Int, tonight: [String], manifest: inout DatedManifest,
+               protected: Set<String> = []) -> KeptFiles.Outcome {
+        KeptFiles.prune(template: template, keep: keep, written: tonight.map { root.appendingPathComponent($0).path },
+                        outputDirectory: root.path, manifest: &manifest, jobName: "night job", protected: ProtectedFiles(protected))
+    }
+
+    func write(_ names: [String], in folder: String = "") throws {
+        let url = root.appendingPathComponent(folder)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        for name in names { try Data("x".utf8).write(to: url.appendingPathComponent(name)) }
+    }
+
+    @Test func onlyFilesTheManifestSaysTheTemplateWroteArePruned() throws {
         defer { try? FileManager.default.removeItem(at: root) }
-        let folder = root.appendingPathComponent("daily")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for name in ["changes-2026-11-01.csv", "changes-2026-11-02.csv", "changes-2026-11-03.csv", "changes-2026-11-04.csv",
-                     "changes.csv", "notes.txt", "changes-2026-11-01.csv.bak", ".changes-2026-11-09.csv.tmp"] {
-            try Data("x".utf8).write(to: folder.appendingPathComponent(name))
+        // Dated files from before the manifest, and files that merely look like the template's.
+        try write(["changes-2026-10-01.csv", "changes-2026-10-02.csv", "changes.csv", "changes-budget.csv", "notes.txt",
+                   "changes-2026-11-01.csv.bak", ".changes-2026-11-09.csv.tmp"], in: "daily")
+        var manifest = DatedManifest()
+        for day in ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"] {
+            try write(["changes-\(day).csv"], in: "daily")
+            let outcome = prune("daily/changes-{date}.csv", keep: 2, tonight: ["daily/changes-\(day).csv"], manifest: &manifest)
+            // What storesync cannot prove it wrote is named, never removed.
+            #expect(outcome.unlisted == ["daily/changes-2026-10-01.csv", "daily/changes-2026-10-02.csv"], "\(outcome.unlisted)")
         }
+        #expect(try names("daily") == ["changes-2026-10-01.csv", "changes-2026-10-02.csv", "changes-2026-11-01.csv.bak",
+                                       "changes-2026-11-03.csv", "changes-2026-11-04.csv", "changes-budget.csv", "changes.csv", "notes.txt"])
+        #expect(manifest.files["daily/changes-{date}.csv"] == ["daily/changes-2026-11-03.csv", "daily/changes-2026-11-04.csv"])
+
         // Tonight wrote an older date (`storesync export` of an old run): it stays, with the newest other one.
-        let tonight = folder.appendingPathComponent("changes-2026-11-02.csv").path
-        let removed = KeptFiles.prune(template: "daily/changes-{date}.csv", keep: 2, written: [tonight], outputDirectory: root.path)
-        #expect(removed.map { URL(fileURLWithPath: $0).lastPathComponent }.sorted() == ["changes-2026-11-01.csv", "changes-2026-11-03.csv"])
-        #expect(try names("daily") == ["changes-2026-11-01.csv.bak", "changes-2026-11-02.csv", "changes-2026-11-04.csv", "changes.csv", "notes.txt"])
+        try write(["changes-2026-11-02.csv"], in: "daily")
+        let outcome = prune("daily/changes-{date}.csv", keep: 2, tonight: ["daily/changes-2026-11-02.csv"], manifest: &manifest)
+        #expect(outcome.removed.map { URL(fileURLWithPath: $0).lastPathComponent } == ["changes-2026-11-03.csv"])
+        #expect(try names("daily").filter { $0.hasPrefix("changes-2026-11") && $0.hasSuffix(".csv") }
+                == ["changes-2026-11-02.csv", "changes-2026-11-04.csv"])
+    }
+
+    /// `{date}.sqlite` beside the store, `{date}.csv` beside a user's `budget.csv`: the
+    /// template matches neither, and even a manifest that names the store cannot remove it.
+    @Test func neitherTheStoreNorAUsersFileIsEverPruned() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        try write(["snapshot.sqlite", "snapshot.sqlite-wal", "budget.csv", "changes.csv"])
+        var manifest = DatedManifest()
+        manifest.files["{date}.sqlite"] = ["snapshot.sqlite", "snapshot.sqlite-wal"]
+        let store = root.appendingPathComponent("snapshot.sqlite").path
+        for day in ["2026-11-01", "2026-11-02", "2026-11-03"] {
+            try write(["\(day).sqlite", "\(day).csv"])
+            let sqlite = prune("{date}.sqlite", keep: 1, tonight: ["\(day).sqlite"], manifest: &manifest, protected: [store, store + "-wal"])
+            #expect(sqlite.unlisted.isEmpty, "\(sqlite.unlisted)")
+            _ = prune("{date}.csv", keep: 2, tonight: ["\(day).csv"], manifest: &manifest)
+        }
+        #expect(try names() == ["2026-11-02.csv", "2026-11-03.csv", "2026-11-03.sqlite", "budget.csv", "changes.csv",
+                                "snapshot.sqlite", "snapshot.sqlite-wal"])
+    }
+
+    /// `{job}` is the job's own name and the date a date, in the strict pattern.
+    @Test func theDatedPatternReadsOnlyNamesTheTemplateWrites() {
+        let name = DatedName(template: "{job}-{genre}-{date}.xml", jobName: "night job")
+        #expect(name.parts("night-job-Arts-2026-11-01.xml")?.date == "2026-11-01")
+        #expect(name.parts("night-job-Arts-2026-11-01.xml")?.group == "Arts")
+        #expect(name.parts("other-Arts-2026-11-01.xml") == nil)
+        #expect(name.parts("night-job-Arts-latest.xml") == nil)
+        #expect(DatedName(template: "{date}.csv", jobName: "j").parts("budget.csv") == nil)
     }
 
     @Test func sqliteCSVAndChangesPathsExpandTheirTemplates() async throws {

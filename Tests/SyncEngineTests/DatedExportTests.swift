@@ -11,10 +11,10 @@ import TestSupport
 @Suite struct DatedExportTests {
     let directory = TestPaths.temporaryDirectory("dated-exports")
 
-    func job(_ exports: String) throws(StoreSyncError) -> JobSpec {
+    func job(_ exports: String, store: String = "store/snapshot.sqlite") throws(StoreSyncError) -> JobSpec {
         try JobLoader.parse(yaml: """
             name: dated
-            store: store/snapshot.sqlite
+            store: \(store)
             output: out
             simulator: {seed: 3, podcasts: 10, products: 60, changed: 0.2, added: 0.05, removed: 0.02}
             sources:
@@ -24,9 +24,9 @@ import TestSupport
             """, file: "dated.yml", baseDirectory: directory.path, rules: .cli)
     }
 
-    func issues(_ exports: String) -> [String] {
+    func issues(_ exports: String, store: String = "store/snapshot.sqlite") -> [String] {
         do {
-            _ = try job(exports)
+            _ = try job(exports, store: store)
             return []
         } catch {
             return error.issues.map { "\($0.keyPath): \($0.message)" }
@@ -69,6 +69,45 @@ import TestSupport
         // `storesync export` of the same night again leaves the set as it is.
         _ = try Reexport.run(job: job, logger: .quiet)
         #expect(files("db") == ["dated-2026-11-23.sqlite", "dated-2026-11-24.sqlite"])
+    }
+
+    /// The store in the output folder, dated exports beside it and a user's own
+    /// file: `keep` removes only what it wrote, never the store or the user's file.
+    @Test func keepBesideTheStoreRemovesOnlyItsOwnFiles() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let job = try job("""
+              - {kind: sqlite, path: "{date}.sqlite", keep: 1}
+              - {kind: changes-csv, path: "{date}.csv", keep: 2}
+              - {kind: changes-csv, path: changes.csv}
+            """, store: "out/snapshot.sqlite")
+        let today = Mutex(Date(timeIntervalSince1970: 1_795_308_886)) // 2026-11-22
+        let runner = Runner(job: job, environment: RunEnvironment(
+            services: SimulatedServices(job.simulator!), now: { today.withLock { $0 } }, logger: .quiet))
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("out"), withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: directory.appendingPathComponent("out/budget.csv"))
+        // A dated file from before storesync kept a record: named in a warning, never removed.
+        try Data("old".utf8).write(to: directory.appendingPathComponent("out/2026-01-01.csv"))
+        var runs: [Int64] = []
+        for night in 1...3 {
+            let report = try await runner.run()
+            #expect(report.outcome == .ok, "night \(night): \(report.summaryText)")
+            runs.append(report.runID)
+            today.withLock { $0.addTimeInterval(86_400) }
+        }
+        // Three nights on one store: the store was never removed under the run (no start over as run 1).
+        #expect(runs == [1, 2, 3])
+        #expect(files("").filter { !$0.hasPrefix("snapshot.sqlite") } == [
+            "2026-01-01.csv", "2026-11-23.csv", "2026-11-24.csv", "2026-11-24.sqlite", "budget.csv", "changes.csv"], "\(files(""))")
+        #expect(files("").contains("snapshot.sqlite"))
+    }
+
+    /// An export that could write one of the store's files is refused by `validate` and `run` alike.
+    @Test(arguments: ["snapshot.sqlite", "{job}.sqlite", "{job}.sqlite-wal", "{date}.sqlite", "snapshot{date}", "{date}-snapshot.sqlite"])
+    func anExportOverTheStoreIsRefused(_ path: String) {
+        let found = issues(#"  - {kind: sqlite, path: "\#(path)"}"#, store: "out/dated.sqlite")
+            + issues(#"  - {kind: sqlite, path: "\#(path)"}"#, store: "out/snapshot.sqlite")
+        let expectRefused = ["snapshot.sqlite", "{job}.sqlite", "{job}.sqlite-wal"].contains(path)
+        #expect(found.contains { $0.contains("could overwrite the snapshot store's file") } == expectRefused, "\(found)")
     }
 
     @Test(arguments: [
