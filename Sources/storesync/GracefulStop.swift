@@ -1,7 +1,10 @@
 import Foundation
 import SyncEngine
 
-/// SIGTERM and SIGINT for `run` and `export` (README: exit codes 130 and 143).
+/// SIGTERM, SIGINT and SIGHUP for `run` and `export` (README: exit codes 143,
+/// 130 and 129). SIGHUP is what a closed terminal or a `nohup`-less ssh
+/// session sends a cron-like run: it is a request to stop, handled exactly as
+/// SIGTERM is, not a reason to leave the run "running" with its temporaries.
 ///
 /// `run`: the first signal asks the run to stop at the next page boundary
 /// (``RunStop``); the run then marks itself interrupted, prints its summary and
@@ -14,7 +17,7 @@ final class GracefulStop: Sendable {
     private let task: Task<Void, Never>
 
     init(job: JobSpec, exitAtFirst: Bool = false) {
-        let watcher = SignalWatcher(signals: [SIGINT, SIGTERM])
+        let watcher = SignalWatcher(signals: Self.stopSignals)
         let stop = self.stop
         task = Task.detached {
             for await number in watcher.stream {
@@ -35,12 +38,23 @@ final class GracefulStop: Sendable {
 
     deinit { task.cancel() }
 
-    /// "SIGINT" or "SIGTERM", as the summary and the store name the reason.
-    static func name(of signal: Int32) -> String { signal == SIGINT ? "SIGINT" : "SIGTERM" }
+    /// The signals that ask a run to stop.
+    static let stopSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
-    /// The shell's convention: 128 + the signal's number (130 SIGINT, 143 SIGTERM).
+    /// "SIGINT", "SIGTERM" or "SIGHUP", as the summary and the store name the reason.
+    static func name(of signal: Int32) -> String {
+        switch signal {
+        case SIGINT: "SIGINT"
+        case SIGHUP: "SIGHUP"
+        default: "SIGTERM"
+        }
+    }
+
+    /// The shell's convention: 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
     static func exitCode(for signal: Int32) -> Int32 { 128 + signal }
 
     /// The exit code for a run stopped for `reason` (a name from ``name(of:)``).
-    static func exitCode(forReason reason: String) -> Int32 { exitCode(for: reason == "SIGINT" ? SIGINT : SIGTERM) }
+    static func exitCode(forReason reason: String) -> Int32 {
+        exitCode(for: stopSignals.first { name(of: $0) == reason } ?? SIGTERM)
+    }
 }

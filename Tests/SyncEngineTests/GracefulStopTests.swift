@@ -38,25 +38,26 @@ import Darwin
     /// Forty products, no latency: for what needs a store, not a slow crawl.
     static let fastYAML = yaml.replacingOccurrences(of: "products: 400, faults: [\"latency:200\"]", with: "products: 40")
 
-    @Test(.timeLimit(.minutes(3)))
-    func sigtermStopsARunAtAPageBoundaryAndTheNextRunResumesIt() async throws {
-        let job = try KillTestJob(label: "sig-run", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+    /// SIGHUP (a closed terminal or ssh session) is a request to stop, exactly as SIGTERM is.
+    @Test(.timeLimit(.minutes(3)), arguments: [(SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP")])
+    func aStopSignalStopsARunAtAPageBoundaryAndTheNextRunResumesIt(_ signalNumber: Int32, _ name: String) async throws {
+        let job = try KillTestJob(label: "sig-run-\(name)", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
         defer { try? FileManager.default.removeItem(at: job.directory) }
         let run = try Started(job, ["run", job.jobPath, "--night", "1", "-v", "--no-progress"])
         try await run.waitFor("page 1:")
-        run.signal(SIGTERM)
+        run.signal(signalNumber)
         let stopped = await run.finish()
-        #expect(stopped.termination == .exited(143), "\(stopped)")
-        #expect(stopped.stdout.hasPrefix("storesync: job sigtest, run 1, simulated night 1: interrupted by SIGTERM after "),
+        #expect(stopped.termination == .exited(128 + signalNumber), "\(stopped)")
+        #expect(stopped.stdout.hasPrefix("storesync: job sigtest, run 1, simulated night 1: interrupted by \(name) after "),
                 "the summary on stdout: \(stopped)")
-        #expect(stopped.stderr.contains("SIGTERM received: stopping at the next page boundary"), "\(stopped)")
+        #expect(stopped.stderr.contains("\(name) received: stopping at the next page boundary"), "\(stopped)")
         #expect(Self.temporaries(under: job.outputDirectory).isEmpty, "export temporaries left behind")
 
         // The store says so: unfinished (resumable), with the reason.
         let status = try await CLIConventionsTests().cli(job, ["status", job.jobPath])
         #expect(status.termination == .exited(0), "\(status)")
         #expect(status.stdout.contains("interrupted"), "\(status)")
-        #expect(status.stdout.contains("run 1: interrupted by SIGTERM at "), "\(status)")
+        #expect(status.stdout.contains("run 1: interrupted by \(name) at "), "\(status)")
         let json = try CLIConventionsTests.object(try await CLIConventionsTests().cli(job, ["status", job.jobPath, "--json"]).stdout)
         let runs = json["runs"] as? [[String: Any]] ?? []
         #expect(runs.count == 1 && runs.first?["status"] as? String == "running", "\(json)")
@@ -72,9 +73,9 @@ import Darwin
         #expect(added.count == 400, "every product added exactly once across the stop: \(added.count)")
     }
 
-    @Test(.timeLimit(.minutes(3)))
-    func sigtermDuringADryRunRemovesTheStoreCopy() async throws {
-        let job = try KillTestJob(label: "sig-dry", binary: try StoresyncExecutable.locate(), yaml: Self.longYAML)
+    @Test(.timeLimit(.minutes(3)), arguments: [(SIGTERM, "SIGTERM"), (SIGHUP, "SIGHUP")])
+    func aStopSignalDuringADryRunRemovesTheStoreCopy(_ signalNumber: Int32, _ name: String) async throws {
+        let job = try KillTestJob(label: "sig-dry-\(name)", binary: try StoresyncExecutable.locate(), yaml: Self.longYAML)
         defer { try? FileManager.default.removeItem(at: job.directory) }
         let first = try await CLIConventionsTests().cli(job, ["run", job.jobPath, "--night", "1", "-q"])
         try #require(first.termination == .exited(0), "\(first)")
@@ -93,10 +94,10 @@ import Darwin
         try await dry.waitFor("page 1:")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path).count == 2,
                 "the copy is made, the dead process's copy removed")
-        dry.signal(SIGTERM)
+        dry.signal(signalNumber)
         let stopped = await dry.finish()
-        #expect(stopped.termination == .exited(143), "\(stopped)")
-        #expect(stopped.stdout.contains("interrupted by SIGTERM"), "\(stopped)")
+        #expect(stopped.termination == .exited(128 + signalNumber), "\(stopped)")
+        #expect(stopped.stdout.contains("interrupted by \(name)"), "\(stopped)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path) == ["storesync-dry-run-\(getpid())-LIVE"],
                 "only the live process's copy remains")
         #expect(try Data(contentsOf: URL(fileURLWithPath: job.storePath)) == storeBefore, "a dry run wrote to the store")
