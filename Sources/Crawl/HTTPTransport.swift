@@ -14,6 +14,11 @@ public struct HTTPRequest: Sendable, Equatable {
 /// A response with its whole body (pages are small; the cap guards against
 /// a server that never stops sending).
 public struct HTTPResponse: Sendable, Equatable {
+    /// Header a local reader sets to say whether rows follow the page
+    /// (`true`/`false`), where no body says so: a file's last full page reads
+    /// the same bytes whether or not rows were appended after it.
+    public static let hasNextHeader = "x-records-has-next"
+
     public var url: URL
     public var status: Int
     /// Header names lowercased; repeated headers joined with ", ".

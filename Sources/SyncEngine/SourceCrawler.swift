@@ -323,7 +323,10 @@ struct SourceCrawler: Sendable {
             return .unchanged(memo)
         }
         let bodyHash = ContentHash(bytes: response.body)
-        if let memo, memo.bodyHash == bodyHash { return .unchanged(memo) }
+        // The same bytes are unchanged only if what follows them is too: a
+        // file's last full page, with rows appended since, must lead on to them.
+        let followedBy = response.header(HTTPResponse.hasNextHeader).map { $0 == "true" }
+        if let memo, memo.bodyHash == bodyHash, followedBy == nil || followedBy == memo.hasNext { return .unchanged(memo) }
         let page: DecodedPage<Record>
         var decodeInFull: (@Sendable () throws(StoreSyncError) -> DecodedPage<Record>)?
         if let decodeRemembering = scope.decodeRemembering {

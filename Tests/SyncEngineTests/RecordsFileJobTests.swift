@@ -148,6 +148,44 @@ import TestSupport
     /// A page whose bytes are those of last night is not decoded again, but
     /// one read under other settings is: declaring a column's type (or
     /// another key, delimiter…) takes effect the next night, file unchanged.
+    /// A file whose rows filled its last page exactly: rows appended after it
+    /// are read the next night (the page's bytes are the same, what follows is not).
+    @Test(arguments: ["csv", "jsonl"])
+    func rowsAppendedAfterAFullLastPageAreRead(_ format: String) async throws {
+        let directory = TestPaths.temporaryDirectory("records-append-\(format)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("stock.\(format)")
+        func row(_ i: Int) -> String { format == "csv" ? "\(i),\(i * 7)\n" : #"{"id": \#(i), "qty": \#(i * 7)}"# + "\n" }
+        try ((format == "csv" ? "id,qty\n" : "") + (0..<20).map(row).joined()).write(to: file, atomically: true, encoding: .utf8)
+        let job = try JobLoader.parse(yaml: """
+            name: stock
+            store: snapshot.sqlite
+            output: out
+            sources:
+              - {name: stock, kind: records-file, path: stock.\(format), keyField: id, pageSize: 10}
+            """, file: "stock.yml", baseDirectory: directory.path)
+        let first = try await Runner(job: job, logger: .quiet).run()
+        #expect(first.sources[0].counts.added == 20)
+
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data((20..<25).map(row).joined().utf8))
+        try handle.close()
+        let second = try await Runner(job: job, logger: .quiet).run()
+        #expect(second.outcome == .ok, "\(second.errors)")
+        #expect(second.sources[0].counts.added == 5, "\(second.summaryText)")
+        #expect(second.recordRowsWritten == 5)
+
+        // Then the file is as remembered again: every page unchanged, nothing written.
+        let third = try await Runner(job: job, logger: .quiet).run()
+        #expect(third.sources[0].unchangedPages == 3 && third.recordRowsWritten == 0, "\(third.summaryText)")
+        // Rows taken off the end: the page before them now ends the file, and is read again to say so.
+        try ((format == "csv" ? "id,qty\n" : "") + (0..<20).map(row).joined()).write(to: file, atomically: true, encoding: .utf8)
+        let fourth = try await Runner(job: job, logger: .quiet).run()
+        #expect(fourth.outcome == .ok, "\(fourth.errors)")
+        #expect(fourth.sources[0].unchangedPages == 1 && fourth.recordRowsWritten == 0, "\(fourth.summaryText)")
+    }
+
     @Test func changedSettingsReadAnUnchangedFileAgain() async throws {
         let directory = TestPaths.temporaryDirectory("records-settings")
         defer { try? FileManager.default.removeItem(at: directory) }

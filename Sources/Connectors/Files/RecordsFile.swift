@@ -269,7 +269,7 @@ package enum RecordsFile {
     /// Response header: the file line number of the page's first row.
     static let firstLineHeader = "x-records-first-line"
     /// Response header: whether rows follow this page.
-    static let hasNextHeader = "x-records-has-next"
+    static let hasNextHeader = HTTPResponse.hasNextHeader
 
     /// Decodes one page as ``RecordsFileReader`` hands it over: JSON Lines,
     /// or CSV whose first row is the file's header.
