@@ -40,6 +40,10 @@ public enum JobLoader {
     /// Parses job YAML; relative paths resolve against `baseDirectory`.
     public static func parse(yaml: String, file: String, baseDirectory: String,
                              rules: JobFileRules = JobFileRules(), inputs: JobInputs = JobInputs()) throws(StoreSyncError) -> JobSpec {
+        if let refusal = YAMLBudget.refusal(yaml) {
+            throw .invalidJob(file: file, issues: [JobFileIssue(file: file, line: refusal.line, column: refusal.column,
+                                                                keyPath: "", message: refusal.message)])
+        }
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)

@@ -206,7 +206,9 @@ extension JobLoader {
             }
             return node
         }
-        if value.hasPrefix("[") || value.hasPrefix("{"), let parsed = (try? Yams.compose(yaml: value)) ?? nil {
+        // A value with aliases that expand past the budget is kept as the text it is.
+        if value.hasPrefix("[") || value.hasPrefix("{"), YAMLBudget.refusal(value) == nil,
+           let parsed = (try? Yams.compose(yaml: value)) ?? nil {
             return marked(jobNode(parsed))
         }
         return JobNode(.scalar(typedScalar(value)), origin: origin)

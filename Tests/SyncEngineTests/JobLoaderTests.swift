@@ -227,3 +227,78 @@ import TestSupport
         #expect(keys.contains("exports[2].feed"))
     }
 }
+
+/// Nested aliases are measured before any tree is built: a "billion laughs"
+/// job file is refused at once, an ordinary one with many aliases is read.
+@Suite struct YAMLAliasBombTests {
+    static let header = """
+        name: bomb
+        store: s.sqlite
+        output: out
+        sources:
+          - {name: f, kind: records-file, path: f.csv, keyField: id}
+
+        """
+
+    /// `depth` levels of `width` aliases each to the level below: width^depth values.
+    static func laughs(depth: Int, width: Int, asKeys: Bool = false, scalar: String = "lol") -> String {
+        var text = header + "x0: &a0 \"\(scalar)\"\n"
+        for level in 1...depth {
+            let refs = (0..<width).map { _ in "*a\(level - 1)" }
+            if asKeys {
+                text += "x\(level): &a\(level) {" + refs.enumerated().map { "? \($1) : \($0)" }.joined(separator: ", ") + "}\n"
+            } else {
+                text += "x\(level): &a\(level) [" + refs.joined(separator: ", ") + "]\n"
+            }
+        }
+        return text
+    }
+
+    func issues(_ yaml: String) -> [JobFileIssue] { JobLoaderTests().issues(yaml) }
+
+    @Test(arguments: [(9, 9, false), (30, 2, false), (6, 10, false), (5, 40, false), (6, 9, true), (20, 3, true)])
+    func nestedAliasesAreRefused(depth: Int, width: Int, asKeys: Bool) {
+        let found = issues(Self.laughs(depth: depth, width: width, asKeys: asKeys))
+        #expect(found.count == 1, "\(found)")
+        #expect(found.first?.message.contains("billion laughs") == true, "\(found)")
+        #expect(found.first?.line != nil)
+    }
+
+    /// Few aliases of one big scalar: the text they expand to is bounded too.
+    @Test func aliasesOfAHugeScalarAreRefused() {
+        let big = String(repeating: "x", count: 1 << 20)
+        let yaml = Self.header + "big: &b \"\(big)\"\nrefs: [" + Array(repeating: "*b", count: 64).joined(separator: ", ") + "]\n"
+        let found = issues(yaml)
+        #expect(found.first?.message.contains("MB of text") == true, "\(found)")
+    }
+
+    /// A bomb in an override (`STORESYNC_…`, `--set`) is not expanded either.
+    @Test func aBombInAnOverrideIsNotExpanded() {
+        let flow = "{" + (1...9).map { level in "x\(level): &a\(level) [" + Array(repeating: level == 1 ? "lol" : "*a\(level - 1)", count: 9).joined(separator: ", ") + "]" }.joined(separator: ", ") + "}"
+        do {
+            _ = try JobLoader.parse(yaml: Self.header, file: "job.yml", baseDirectory: "/jobs", rules: .cli,
+                                    inputs: JobInputs(environment: [:], sets: ["notes=\(flow)"]))
+        } catch {
+            // Refused or reported, never expanded: reaching here in bounded time is the point.
+            #expect(!error.issues.isEmpty || error.code != .invalidJob)
+        }
+    }
+
+    /// Tens of ordinary aliases (shared settings, merge keys) are read as before.
+    @Test func anOrdinaryJobWithManyAliasesIsValid() throws {
+        var yaml = """
+            name: aliased
+            store: s.sqlite
+            output: out
+            http: &http {timeoutSeconds: 20, maxAttempts: 3}
+            sources:
+
+            """
+        for n in 0..<40 {
+            let removal = n == 0 ? "&removal {afterMisses: 3, maxRatio: 0.2}" : "*removal"
+            yaml += "  - {name: f\(n), kind: records-file, path: f\(n).csv, keyField: id, removal: \(removal)}\n"
+        }
+        let job = try JobLoader.parse(yaml: yaml, file: "job.yml", baseDirectory: "/jobs", rules: .cli)
+        #expect(job.sources.count == 40)
+    }
+}
