@@ -150,9 +150,12 @@ extension SQLSnapshotStore {
     /// its entity loses it; descriptions the entity leaves behind when it goes
     /// (a removed product's detail page) go with it. Returns the record rows
     /// deleted of this sighting's own row (`rowsWritten`) and every row deleted,
-    /// by source, for the digest indexes.
-    static func endSighting(_ db: any SQLSession, source: String, _ identity: RecordIdentity, mapping: SourceMapping,
-                            entities: EntityWriter) throws -> (rowsWritten: Int, rows: [(source: String, identity: RecordIdentity)]) {
+    /// by source, for the digest indexes. The deleted rows are added to
+    /// `vouching` under the scope they were filed in (the sighting's own row
+    /// under `scope`), for ``forgetMemos(_:vouchingFor:)``.
+    static func endSighting(_ db: any SQLSession, source: String, scope: String, _ identity: RecordIdentity, mapping: SourceMapping,
+                            entities: EntityWriter, vouching: inout MemoVouchers) throws
+        -> (rowsWritten: Int, rows: [(source: String, identity: RecordIdentity)]) {
         func delete(_ owner: String, _ row: RecordIdentity) throws {
             for table in ["records", "misses"] {
                 try db.queueDelete(from: table, where: [.text("source"), .text("entity"), .text("key")],
@@ -161,15 +164,44 @@ extension SQLSnapshotStore {
         }
         // The row is there: the sighting ended is one the store holds (read from its records or their index).
         try delete(source, identity)
+        vouching[MemoScope(source: source, scope: scope), default: []].insert(identity)
         let rowsWritten = 1
         var rows: [(source: String, identity: RecordIdentity)] = [(source, identity)]
         let sighting = Sighting(source: source, kind: identity.entity, role: mapping.role(identity.entity))
         for orphan in try entities.end(sighting, entity: mapping.entity(of: identity.entity), key: identity.key) {
             let row = RecordIdentity(entity: orphan.kind, key: identity.key)
+            // Descriptions left behind are few (a removed product's detail): a lookup each.
+            if let filed = try db.value(as: String.self, "SELECT scope FROM records WHERE source = ? AND entity = ? AND key = ?",
+                                        [orphan.source, row.entity.rawValue, row.key]) {
+                vouching[MemoScope(source: orphan.source, scope: filed), default: []].insert(row)
+            }
             try delete(orphan.source, row)
             rows.append((orphan.source, row))
         }
         return (rowsWritten, rows)
+    }
+
+    /// A scope whose page memos may vouch for rows that are gone.
+    struct MemoScope: Hashable {
+        var source: String
+        var scope: String
+    }
+    typealias MemoVouchers = [MemoScope: Set<RecordIdentity>]
+
+    /// A page memo vouches for the rows its page listed: a 304, or the same
+    /// body, marks them seen without reading them. Once a row is gone, a memo
+    /// that listed it must go too, or the row could never come back: a product
+    /// unlisted one night and relisted unchanged the next would get a 304 for
+    /// its detail and stay without it; a list that shrank and grew back would
+    /// mark removed rows seen. The next night fetches those pages in full.
+    static func forgetMemos(_ db: any SQLSession, vouchingFor gone: MemoVouchers) throws {
+        for (place, rows) in gone.sorted(by: { ($0.key.source, $0.key.scope) < ($1.key.source, $1.key.scope) }) {
+            let memos = try db.rows("SELECT page, keys FROM page_memos WHERE source = ? AND scope = ?", [place.source, place.scope])
+            for memo in memos where identities(memo["keys"]).contains(where: rows.contains) {
+                try db.execute("DELETE FROM page_memos WHERE source = ? AND scope = ? AND page = ?",
+                               [place.source, place.scope, memo["page"] as Int])
+            }
+        }
     }
 
     static func removalPass(
@@ -249,10 +281,11 @@ extension SQLSnapshotStore {
                 result.guardWarning = "\(source)/\(scope): \(disappearing) of \(members) records would be removed, above maxRemovalRatio \(policy.maxRatio); nothing was removed. If the source really shrank, allow it for one run: storesync run \(Self.jobPlaceholder) --set sources.\(source).removal.maxRatio=\(ratio)"
             }
         }
+        var vouching: MemoVouchers = [:]
         for identity in missed {
             let count = misses(identity)
             if isDue(identity), result.guardWarning == nil {
-                let ended = try Self.endSighting(db, source: source, identity, mapping: mapping, entities: entities)
+                let ended = try Self.endSighting(db, source: source, scope: scope, identity, mapping: mapping, entities: entities, vouching: &vouching)
                 result.recordRowsWritten += ended.rowsWritten
                 for (owner, row) in ended.rows {
                     if owner == source { removed.append(row) } else { cascaded.append((owner, row)) }
@@ -266,6 +299,7 @@ extension SQLSnapshotStore {
                 result.pending += 1
             }
         }
+        try forgetMemos(db, vouchingFor: vouching)
         try addCounts(db, runID: runID, source: source, removed: result.removed, recordWrites: result.recordRowsWritten)
         return result
     }
@@ -299,8 +333,9 @@ extension SQLSnapshotStore {
                 var orphans: [(source: String, identity: RecordIdentity)] = []
                 let ending = members.filter { !seenKeys.contains($0) }
                 try entities.prefetch(endingSightingsOf: ending, source: source, mapping: mapping)
+                var vouching: MemoVouchers = [:]
                 for identity in ending {
-                    let ended = try Self.endSighting(db, source: source, identity, mapping: mapping, entities: entities)
+                    let ended = try Self.endSighting(db, source: source, scope: scope, identity, mapping: mapping, entities: entities, vouching: &vouching)
                     result.recordRowsWritten += ended.rowsWritten
                     for (owner, row) in ended.rows {
                         if owner == source { gone.append(row) } else { orphans.append((owner, row)) }
@@ -309,6 +344,7 @@ extension SQLSnapshotStore {
                 }
                 try db.execute("DELETE FROM scopes WHERE source = ? AND scope = ?", [source, scope])
                 try db.execute("DELETE FROM page_memos WHERE source = ? AND scope = ?", [source, scope])
+                try Self.forgetMemos(db, vouchingFor: vouching)
                 try Self.addCounts(db, runID: runID, source: source, removed: result.removed, recordWrites: result.recordRowsWritten)
                 removed = gone
                 cascaded = orphans
