@@ -67,7 +67,8 @@ extension SQLSnapshotStore {
         RunRow(id: row["id"], job: row["job"], night: row["night"],
                startedAt: Date(timeIntervalSince1970: row["started_at"]),
                finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-               status: RunStatus(rawValue: row["status"]) ?? .failed, attempts: row["attempts"], message: row["message"], totals: totals(row))
+               status: RunStatus(rawValue: row["status"]) ?? .failed, attempts: row["attempts"], message: row["message"], totals: totals(row),
+               exportsPending: (row["exported"] as Int? ?? 1) == 0 && row["status"] != RunStatus.running.rawValue)
     }
 
     static func totals(_ row: SQLRow) -> RunTotals {

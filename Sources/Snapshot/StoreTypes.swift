@@ -204,6 +204,10 @@ public struct RunRow: Sendable, Equatable {
     public var attempts: Int
     public var message: String?
     public var totals: RunTotals
+    /// The crawl finished and was stored but its exports were never written
+    /// (killed while exporting, or they failed): the next `run` of the same
+    /// night, or `storesync export`, writes them.
+    public var exportsPending: Bool = false
 }
 
 

@@ -27,6 +27,12 @@ public struct JobStatus: Sendable {
         return status
     }
 
+    /// A run whose exports were not written: still exporting while the lock is held, else not written.
+    private func exportsCell(_ run: RunRow) -> String {
+        if run.status == .failed { return "failed" }
+        return lockedBy != nil && run.id == runs.first?.id ? "exporting" : "exports not written"
+    }
+
     public var text: String {
         var lines = ["job \(job) · store \(storePath)"]
         if let lockedBy { lines.append("running now (\(lockedBy))") }
@@ -43,7 +49,7 @@ public struct JobStatus: Sendable {
             table.append([
                 "\(run.id)" + (run.attempts > 1 ? " (×\(run.attempts))" : ""), run.night.map(String.init) ?? "-",
                 // Unfinished and nobody running it: killed or stopped by a signal; the next run resumes it.
-                run.status == .running && lockedBy == nil ? "interrupted" : run.status.rawValue,
+                run.status == .running && lockedBy == nil ? "interrupted" : run.exportsPending ? exportsCell(run) : run.status.rawValue,
                 formatter.string(from: run.startedAt), String(format: "%.1f", run.totals.seconds),
                 "\(run.totals.requests.requests)", "\(run.totals.requests.notModified)",
                 "\(counts.reduce(0) { $0 + $1.added })", "\(counts.reduce(0) { $0 + $1.changed })",
@@ -53,6 +59,11 @@ public struct JobStatus: Sendable {
         lines += RunReport.table(table)
         for run in runs {
             if let message = run.message { lines.append("run \(run.id): \(message.prefix(300))") }
+            if run.exportsPending, run.id == runs.first?.id {
+                lines.append("run \(run.id): crawled and stored (\(run.status.rawValue)), but its exports were not written"
+                             + (lockedBy == nil ? " (stopped while exporting, or an export failed)" : " yet")
+                             + ": the next `storesync run` of the same night writes them, or `storesync export` now")
+            }
         }
         lines.append("")
         lines.append("scopes (state in the run that touched them last):")

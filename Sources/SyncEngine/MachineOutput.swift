@@ -38,9 +38,11 @@ public enum MachineOutput {
             let requests = run.totals.requests
             return .object([
                 "run": .int(run.id), "night": run.night.map { .int(Int64($0)) } ?? .null,
-                "status": .string(run.status.rawValue),
-                // A running run has no exit code yet.
-                "exitCode": run.status == .running ? .null : .int(Int64(run.status.exitCode)),
+                // A run whose exports were not written has not ended as a run ends: no
+                // status of a finished run, no exit code (the next run writes them).
+                "status": .string(run.exportsPending && run.status != .failed ? RunStatus.running.rawValue : run.status.rawValue),
+                "exitCode": run.status == .running || (run.exportsPending && run.status != .failed) ? .null : .int(Int64(run.status.exitCode)),
+                "exported": .bool(run.status != .running && !run.exportsPending),
                 "attempts": .int(Int64(run.attempts)),
                 "startedAt": iso(run.startedAt), "finishedAt": iso(run.finishedAt), "seconds": .double(run.totals.seconds),
                 "requests": .object([

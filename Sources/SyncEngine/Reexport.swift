@@ -36,7 +36,10 @@ public enum Reexport {
         }
         let data = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
         context.lint = data.flatMap { file in file.lint.map { (file.path, $0) } }
-        return data + (try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger))
+        let reports = try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
+        // The run's exports are written now: it ends as its crawl did (status says so, the next run starts a new night).
+        if run.exportsPending { try store.markExported(run.id, message: run.message, status: nil) }
+        return data + reports
     }
 
     /// What the feed lint found in `files`, as the lines a run reports:

@@ -48,4 +48,6 @@ package enum RunStopPoint: Sendable, Equatable {
     /// Every source crawled and swept (its removal passes committed), before the
     /// run's verdict is stored.
     case afterRemovalPasses
+    /// The crawl's verdict stored, its exports not yet written.
+    case beforeExports
 }

@@ -260,6 +260,7 @@ public struct Runner: Sendable {
         var lintNotices: [String] = []
         var lintLowered = false
         var artworkFigures: ArtworkMirrorFigures?
+        if writeExports, let stop = environment.stopAt?(.beforeExports) { throw stop }
         if writeExports {
             options.progress?(.exporting)
             // Left by a run killed while it wrote: safe to remove under the run lock.

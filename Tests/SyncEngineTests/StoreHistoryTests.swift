@@ -270,3 +270,42 @@ import TestSupport
         #expect(try items(directory, "changes.xml") > 0)
     }
 }
+
+/// A run killed while it exports: the crawl is stored, the exports are not,
+/// and every surface says so until a run or `storesync export` writes them.
+@Suite struct KilledWhileExportingTests {
+    @Test(arguments: ["run", "export"])
+    func statusSaysTheExportsWereNotWrittenUntilTheyAre(_ recovery: String) async throws {
+        let job = StoreHistoryTests.FilesJob()
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        try job.rows(4)
+        do {
+            _ = try await job.run(stopAt: .beforeExports)
+            Issue.record("the run was not stopped")
+        } catch {}
+        let spec = try job.spec()
+        let report = job.directory.appendingPathComponent("out/report.json")
+        #expect(!FileManager.default.fileExists(atPath: report.path))
+
+        let status = try JobStatus.load(job: spec)
+        #expect(status.text.contains("exports not written"), "\(status.text)")
+        #expect(status.text.contains("the next `storesync run` of the same night writes them"), "\(status.text)")
+        let json = try #require(try JSONParser.parse(Array(MachineOutput.statusJSON(status).utf8)).objectValue)
+        let run = try #require(json["runs"]?.arrayValue?.first?.objectValue)
+        #expect(run["status"] == .string("running"), "\(run)")
+        #expect(run["exitCode"] == .null, "\(run)")
+        #expect(run["exported"] == .bool(false), "\(run)")
+
+        if recovery == "run" {
+            let resumed = try await job.run()
+            #expect(resumed.runID == 1 && resumed.resumed, "the same run writes its exports: \(resumed.summaryText)")
+        } else {
+            _ = try Reexport.run(job: spec, logger: .quiet)
+        }
+        #expect(FileManager.default.fileExists(atPath: report.path))
+        let after = try JobStatus.load(job: spec)
+        #expect(!after.text.contains("exports not written"), "\(after.text)")
+        let afterRun = try #require(try JSONParser.parse(Array(MachineOutput.statusJSON(after).utf8)).objectValue?["runs"]?.arrayValue?.first?.objectValue)
+        #expect(afterRun["status"] == .string("ok") && afterRun["exitCode"] == .int(0) && afterRun["exported"] == .bool(true), "\(afterRun)")
+    }
+}
