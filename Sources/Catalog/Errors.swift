@@ -102,6 +102,9 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
         /// The run was asked to stop (SIGTERM/SIGINT) and stopped at a page
         /// boundary, unfinished; the next run resumes it.
         public static let interrupted = Code("interrupted")
+        /// The store holds another job's history: two jobs on one store would
+        /// overwrite each other's records and mix their exports.
+        public static let storeOfAnotherJob = Code("store-of-another-job")
     }
 
     public var code: Code
@@ -257,6 +260,14 @@ extension StoreSyncError {
     }
 
     /// `--new-store` was given, but the store at `store` holds history (its last run is `lastRun`).
+    /// The store's runs are another job's.
+    public static func storeOfAnotherJob(store: String, owner: String, job: String, jobFile: String) -> StoreSyncError {
+        StoreSyncError(.storeOfAnotherJob, "the store belongs to job '\(owner)' (its runs are that job's); job '\(job)' was refused and nothing was crawled or written",
+                       place: .store(store),
+                       remedy: "Give job '\(job)' a store of its own (`store:` in \(jobFile)). If the job was renamed, or the store is handed "
+                           + "to it on purpose, run once: storesync run \(jobFile) --take-over-from \(owner)")
+    }
+
     public static func newStoreHasHistory(store: String, lastRun: Int64) -> StoreSyncError {
         StoreSyncError(.invalidArguments, "--new-store was given, but the store holds history (its last run is run \(lastRun)); it was left alone",
                        place: .store(store),

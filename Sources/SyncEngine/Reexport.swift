@@ -22,6 +22,10 @@ public enum Reexport {
         guard let run = try store.runs(limit: 50).first(where: { $0.status != .running }) else {
             throw .storage(path: job.storePath, reason: "no finished run to export: run `storesync run \(job.file)` first")
         }
+        // Another job's records under this job's templates would mix two catalogues in one output.
+        if run.job != job.name {
+            throw .storeOfAnotherJob(store: job.storePath, owner: run.job, job: job.name, jobFile: job.file)
+        }
         var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                     outputDirectory: job.outputDirectory)
         context.keep = job.exportKeep

@@ -238,6 +238,7 @@ extension Runner {
             throw StoreSyncError(.invalidArguments, "--worker needs a PostgreSQL store (store: postgres://…)")
         }
         try store.requireFleet()
+        try checkStoreOwner(try store.runs(limit: 1).first, options)
         let started = clock.now()
         let run = try store.joinFleetRun(job: job.name, fleet: worker.fleet, at: environment.now(),
                                          simulated: environment.services.hasNights, night: options.night,

@@ -81,6 +81,10 @@ public struct RunOptions: Sendable {
     /// history was expected (refused otherwise, Invariant 10). A store that
     /// holds history is refused with it, so the flag cannot stay in a crontab.
     public var newStore = false
+    /// Hand the store of the job named here to this job (`--take-over-from`):
+    /// a renamed job, or a store moved between jobs on purpose. Refused unless
+    /// the store's runs are that job's, so the flag cannot stay in a crontab.
+    public var takeOverFrom: String?
     /// Minutes after which the crawl stops at a page boundary (`--deadline`);
     /// overrides the job's `http.deadlineMinutes`. Nil: the job's, if any.
     public var deadlineMinutes: Double?
@@ -185,6 +189,26 @@ public struct Runner: Sendable {
         }
         if let evidence, !options.newStore, last == nil {
             throw .historyMissing(store: job.storePath, state: "empty (no run in it)", evidence: evidence, command: runCommand)
+        }
+        try checkStoreOwner(last, options)
+    }
+
+    /// One store, one job: the store's last run names the job it belongs to.
+    /// `--take-over-from OWNER` hands it over once, on purpose.
+    func checkStoreOwner(_ last: RunRow?, _ options: RunOptions) throws(StoreSyncError) {
+        let owner = last?.job
+        if let from = options.takeOverFrom {
+            guard let owner, owner == from, owner != job.name else {
+                throw StoreSyncError(.invalidArguments,
+                                     "--take-over-from \(from) was given, but the store " + (owner.map { "belongs to job '\($0)'" } ?? "holds no run yet")
+                                         + "; nothing was crawled",
+                                     place: .store(job.storePath),
+                                     remedy: "Drop --take-over-from (it hands over a store once, from the job named, so it cannot stay in a crontab)")
+            }
+            return
+        }
+        if let owner, owner != job.name {
+            throw .storeOfAnotherJob(store: job.storePath, owner: owner, job: job.name, jobFile: job.file)
         }
     }
 

@@ -103,6 +103,9 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Start over with a new store where one with history is missing or empty (refused otherwise); refused on a store that holds history.")
     var newStore = false
 
+    @Option(help: ArgumentHelp("Hand over to this job the store of the job named (a renamed job, or a store moved between jobs on purpose); refused unless the store's runs are that job's, so it cannot stay in a crontab.", valueName: "job"))
+    var takeOverFrom: String?
+
     @Flag(help: "Be one of several workers of a night on a PostgreSQL store: claim scopes with leases, crawl them, write no exports (`storesync export` does, after). Exits 75 if another worker took over one of its scopes.")
     var worker = false
 
@@ -142,6 +145,7 @@ struct Run: AsyncParsableCommand {
             let signals = GracefulStop(job: spec)
             defer { withExtendedLifetime(signals) {} }
             var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore, stop: signals.stop)
+            options.takeOverFrom = takeOverFrom
             options.deadlineMinutes = deadline
             if worker { options.worker = Self.workerOptions(fleet: fleet, name: workerName, lease: lease, size: fleetSize) }
             if !noProgress, !logging.quiet {
@@ -358,7 +362,7 @@ struct Validate: AsyncParsableCommand {
 
 func exitStatus(for error: StoreSyncError) -> ExitStatus {
     switch error.code {
-    case .invalidJob, .invalidArguments: .invalidJob
+    case .invalidJob, .invalidArguments, .storeOfAnotherJob: .invalidJob
     case .locked: .locked
     case .leaseLost: .leaseLost
     default: .failed

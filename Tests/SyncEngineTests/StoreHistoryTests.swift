@@ -309,3 +309,70 @@ import TestSupport
         #expect(afterRun["status"] == .string("ok") && afterRun["exitCode"] == .int(0) && afterRun["exported"] == .bool(true), "\(afterRun)")
     }
 }
+
+/// One store, one job: a second job pointed at the store is refused before it
+/// writes anything, and the store is handed over only on purpose.
+@Suite struct StoreOwnerTests {
+    func renamed(_ job: StoreHistoryTests.FilesJob, to name: String) throws -> JobSpec {
+        try JobLoader.parse(yaml: job.yaml.replacingOccurrences(of: "name: history", with: "name: \(name)"),
+                            file: job.directory.appendingPathComponent("\(name).yml").path, baseDirectory: job.directory.path)
+    }
+
+    @Test func anotherJobIsRefusedUntilTheStoreIsHandedOver() async throws {
+        let job = StoreHistoryTests.FilesJob()
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        try job.rows(4)
+        _ = try await job.run()
+        func contents() throws -> [String] {
+            let store = try SQLSnapshotStore(path: job.storePath, readOnly: true)
+            return try store.runs(limit: 10).map { "\($0.id) \($0.job) \($0.status)" }
+                + store.records(source: "a").map { "\($0.key) \($0.hash)" }
+        }
+        let before = try contents()
+        let other = try renamed(job, to: "other")
+
+        for options in [RunOptions(), RunOptions(dryRun: true)] {
+            do {
+                _ = try await Runner(job: other, environment: RunEnvironment(logger: .quiet)).run(options)
+                Issue.record("another job ran on the store (dry run: \(options.dryRun))")
+            } catch {
+                #expect(error.code == .storeOfAnotherJob, "\(error)")
+                #expect(error.description.contains("belongs to job 'history'"), "\(error)")
+                #expect(error.description.contains("--take-over-from history"), "\(error)")
+            }
+        }
+        do {
+            _ = try Reexport.run(job: other, logger: .quiet)
+            Issue.record("another job exported the store")
+        } catch {
+            #expect(error.code == .storeOfAnotherJob, "\(error)")
+        }
+        #expect(try contents() == before, "the refused job wrote to the store")
+
+        // Naming the wrong owner is refused too.
+        var wrong = RunOptions()
+        wrong.takeOverFrom = "somebody"
+        do {
+            _ = try await Runner(job: other, environment: RunEnvironment(logger: .quiet)).run(wrong)
+            Issue.record("a take-over naming the wrong owner ran")
+        } catch {
+            #expect(error.code == .invalidArguments, "\(error)")
+        }
+
+        // Handed over on purpose: the run goes on from the store's history, as the new job.
+        var takeOver = RunOptions()
+        takeOver.takeOverFrom = "history"
+        let handed = try await Runner(job: other, environment: RunEnvironment(logger: .quiet)).run(takeOver)
+        #expect(handed.outcome == .ok && handed.runID == 2, "\(handed.summaryText)")
+        // Now it is the new job's: the flag left in a crontab is refused, the old name too.
+        do {
+            _ = try await Runner(job: other, environment: RunEnvironment(logger: .quiet)).run(takeOver)
+            Issue.record("the take-over flag was accepted twice")
+        } catch {
+            #expect(error.code == .invalidArguments, "\(error)")
+        }
+        let refusedOld = try await job.refusal()
+        #expect(refusedOld.code == .storeOfAnotherJob, "\(refusedOld)")
+        #expect(try await Runner(job: other, environment: RunEnvironment(logger: .quiet)).run().runID == 3)
+    }
+}
