@@ -95,19 +95,23 @@ public struct SecretHeader: Sendable, Equatable, CustomStringConvertible, Custom
     public var variable: String
     /// The value sent; keep it out of anything printed.
     public var value: String
+    /// The variable's value without the job's `prefix` (`Bearer `): what a
+    /// server echoing it would print, and what ``Redactor`` takes out.
+    public var secret: String
 
-    public init(host: String, name: String, variable: String, value: String) {
+    public init(host: String, name: String, variable: String, value: String, secret: String? = nil) {
         self.host = host.lowercased()
         self.name = name
         self.variable = variable
         self.value = value
+        self.secret = secret ?? value
     }
 
     public var description: String { "\(host): \(name) from $\(variable)" }
     public var debugDescription: String { description }
     /// `dump()` and reflection show the variable, never the value.
     public var customMirror: Mirror {
-        Mirror(self, children: ["host": host, "name": name, "variable": variable, "value": "<redacted>"])
+        Mirror(self, children: ["host": host, "name": name, "variable": variable, "value": "<redacted>", "secret": "<redacted>"])
     }
 }
 

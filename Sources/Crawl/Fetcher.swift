@@ -19,6 +19,8 @@ package final class Fetcher: Sendable {
     private let limiter: RateLimiter
     private let random: @Sendable () -> Double
     private let logger: Logger
+    /// The job's secrets, taken out of every error text a server could have put them in.
+    package let redactor: Redactor
 
     private struct State {
         var stats = RequestCounts()
@@ -48,6 +50,7 @@ package final class Fetcher: Sendable {
         self.clock = clock
         self.logger = logger
         self.random = random
+        self.redactor = Redactor(secrets: settings.headers.flatMap { [$0.value, $0.secret] })
         let settingsCopy = settings
         self.limiter = RateLimiter(clock: clock, burst: settings.burst) { settingsCopy.requestsPerMinute(forHost: $0) }
         self.state = Mutex(State(cache: ResponseCache(
@@ -104,7 +107,7 @@ package final class Fetcher: Sendable {
                     throw .fetchFailed(url: url.absoluteString, reason: "cancelled", remedy: "The run was stopped; the next run fetches it again")
                 }
             case .lead(let flight):
-                let result = await fetchFromNetwork(url, headers: headers)
+                let result = await fetchFromNetwork(url, headers: headers).mapError { $0.redacted(redactor) }
                 let finishedAt = clock.now()
                 state.withLock { state in
                     // A bypassing call that started meanwhile replaced this

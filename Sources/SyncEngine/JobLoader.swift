@@ -376,7 +376,7 @@ extension SettingsReader {
                       "environment variable \(variable) holds a line break or NUL, which a header cannot carry")
                 continue
             }
-            out.append(SecretHeader(host: host, name: header.key, variable: variable, value: prefix + secret))
+            out.append(SecretHeader(host: host, name: header.key, variable: variable, value: prefix + secret, secret: secret))
         }
         return out
     }

@@ -56,6 +56,29 @@ import TestSupport
         }
     }
 
+    /// A server that echoes the token (raw, with its prefix, JSON-escaped, percent-encoded):
+    /// the error holds none of it.
+    @Test(arguments: [
+        "invalid token tok-5ecret-77", "Authorization: Bearer tok-5ecret-77 rejected", #"{"error": "bad \"tok-5ecret-77\""}"#,
+        "token=tok%2D5ecret%2D77", "<p>tok-5ecret-77</p>",
+    ])
+    func aServerEchoingTheSecretDoesNotPutItInTheError(_ body: String) async throws {
+        var settings = HTTPSettings(maxAttempts: 1, requestsPerMinute: [:])
+        settings.headers = [SecretHeader(host: "api.example.com", name: "Authorization", variable: "API_TOKEN",
+                                         value: Self.token, secret: "tok-5ecret-77")]
+        let transport = ScriptedTransport { request, _ in .success(ScriptedTransport.json(body, status: 401, url: request.url)) }
+        let fetcher = Fetcher(transport: transport, settings: settings, clock: ManualClock(), random: { 0.5 })
+        do {
+            _ = try await fetcher.get(URL(string: "https://api.example.com/a")!)
+            Issue.record("a 401 must fail")
+        } catch {
+            for text in [error.description, error.message, String(reflecting: error)] {
+                #expect(!text.contains("tok-5ecret-77") && !text.contains("5ecret"), "\(text)")
+            }
+            #expect(error.description.contains("<redacted>"), "\(error)")
+        }
+    }
+
     @Test func printingTheSettingsShowsTheVariableNeverTheValue() {
         var settings = HTTPSettings()
         settings.headers = [SecretHeader(host: "api.example.com", name: "Authorization", variable: "API_TOKEN", value: Self.token)]

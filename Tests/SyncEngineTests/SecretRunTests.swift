@@ -200,3 +200,55 @@ final class CapturedLog: Sendable {
         #expect(searched >= 5)
     }
 }
+
+/// A server that echoes the job's token in its error page: the token reaches
+/// no log line, no file, not the store, `status` or the webhook.
+@Suite struct EchoedSecretTests {
+    static let secret = "echo-T0KEN-\(UUID().uuidString.prefix(8))"
+
+    @Test func anEchoedTokenIsRedactedFromEverySurface() async throws {
+        let directory = TestPaths.temporaryDirectory("echoed-secret")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let receiver = try WebhookReceiver()
+        defer { receiver.stop() }
+        let job = try JobLoader.parse(yaml: """
+            name: echoed
+            store: store/snapshot.sqlite
+            output: out
+            http:
+              maxAttempts: 1
+              headers:
+                market.test: { Authorization: {env: SYNC_TOKEN, prefix: "Bearer "} }
+            sources:
+              - {name: market, kind: marketplace, baseURL: "http://market.test", itemsPerPage: 100}
+            exports:
+              - {kind: run-report, path: report.json}
+              - {kind: metrics, path: storesync.prom}
+            notify:
+              url: \(receiver.url.absoluteString)
+              on: failure
+              attempts: 1
+              timeoutSeconds: 5
+            """, file: "echoed.yml", baseDirectory: directory.path, rules: .cli,
+            inputs: JobInputs(environment: ["SYNC_TOKEN": Self.secret]))
+        let transport = ScriptedTransport { request, _ in
+            let echoed = #"{"error": "invalid credentials", "received": "\#(request.headers["Authorization"] ?? "")", "token": "\#(Self.secret)"}"#
+            return .success(ScriptedTransport.json(echoed, status: 401, url: request.url))
+        }
+        let log = CapturedLog()
+        let report = try await Runner(job: job, logger: log.logger, transport: transport, clock: ManualClock()).run()
+        #expect(report.outcome == .failed, "\(report.summaryText)")
+        #expect(report.summaryText.contains("HTTP 401"), "the failure is still told: \(report.summaryText)")
+        let status = try JobStatus.load(job: job)
+        var texts = [report.summaryText, String(describing: report), log.text, status.text, MachineOutput.statusJSON(status)]
+        texts += receiver.requests.map { String(decoding: $0.body, as: UTF8.self) }
+        #expect(!receiver.requests.isEmpty, "the failed night was posted")
+        for text in texts {
+            #expect(!text.contains(Self.secret), "\(text.prefix(600))")
+        }
+        #expect(texts.contains { $0.contains("<redacted>") })
+        for (path, data) in SecretRunTests().files(directory) {
+            #expect(data.range(of: Data(Self.secret.utf8)) == nil, "the secret was written to \(path)")
+        }
+    }
+}
