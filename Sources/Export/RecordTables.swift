@@ -1,5 +1,6 @@
 import Catalog
 import Foundation
+import Logging
 import Snapshot
 
 /// A column of a records-file source as a field registry describes it.
@@ -119,6 +120,28 @@ struct RecordTableLayout: Sendable, Equatable {
             counter += 1
         }
         keyColumn = key
+        if columns.count + 1 > Self.sqliteColumnLimit {
+            var extra = "extra"
+            var counter = 2
+            while taken.contains(extra) || extra == key {
+                extra = "record_extra" + (counter == 2 ? "" : "_\(counter)")
+                counter += 1
+            }
+            extraColumn = extra
+        }
+    }
+
+    /// SQLite's default `SQLITE_MAX_COLUMN`: a table has at most this many columns.
+    static let sqliteColumnLimit = 2_000
+
+    /// Where the columns past SQLite's limit go, as one JSON object per row;
+    /// nil for a file that fits (the table then has exactly the file's columns).
+    var extraColumn: String?
+
+    /// The columns the SQLite table has: all of the file's, or as many as fit
+    /// beside the key and ``extraColumn``. The CSV keeps every column.
+    var tableColumns: ArraySlice<ExportColumn> {
+        extraColumn == nil ? columns[...] : columns.prefix(Self.sqliteColumnLimit - 2)
     }
 }
 
@@ -192,15 +215,25 @@ enum RecordTables {
     }
 
     /// Creates and fills every source's table; returns the rows written.
-    static func copy(store: any SnapshotStore, into file: SQLiteFile) throws -> Int {
+    static func copy(store: any SnapshotStore, into file: SQLiteFile, logger: Logger? = nil) throws -> Int {
         let layouts = try layouts(store: store)
         var inserts: [String: SQLiteFile.Statement] = [:]
+        var wide: [String: RecordTableLayout] = [:]
         for layout in layouts {
             let definitions = ["\(ConsumerSchema.quoted(layout.keyColumn)) TEXT PRIMARY KEY"]
-                + layout.columns.map { "\(ConsumerSchema.quoted($0.name)) \($0.kind.rawValue)" }
+                + layout.tableColumns.map { "\(ConsumerSchema.quoted($0.name)) \($0.kind.rawValue)" }
+                + (layout.extraColumn.map { ["\(ConsumerSchema.quoted($0)) TEXT"] } ?? [])
             try file.execute("CREATE TABLE \(layout.table) (\(definitions.joined(separator: ", ")))")
-            let placeholders = Array(repeating: "?", count: layout.columns.count + 1).joined(separator: ", ")
+            let placeholders = Array(repeating: "?", count: definitions.count).joined(separator: ", ")
             inserts[layout.source] = try file.prepare("INSERT INTO \(layout.table) VALUES (\(placeholders))")
+            if let extra = layout.extraColumn {
+                wide[layout.source] = layout
+                logger?.warning("""
+                    \(layout.source): \(layout.columns.count) columns, more than a SQLite table holds (\(RecordTableLayout.sqliteColumnLimit) \
+                    with the key): table \(layout.table) has the first \(layout.tableColumns.count) as columns and the other \
+                    \(layout.columns.count - layout.tableColumns.count) as a JSON object in its column \(extra); the CSV has them all
+                    """)
+            }
         }
         let (columns, positions) = projection(layouts)
         var count = 0
@@ -208,7 +241,14 @@ enum RecordTables {
             guard let insert = inserts[record.source], let columns = positions[record.source] else { return }
             // Text cleaned as in every export (ExportText): the same text as the CSV files.
             insert.bind(1, ExportText.clean(ownKey(record)))
-            for (index, position) in columns.enumerated() { insert.bind(index + 2, ExportText.clean(record.values[position])) }
+            let fitting = wide[record.source].map { columns.prefix($0.tableColumns.count) } ?? columns[...]
+            for (index, position) in fitting.enumerated() { insert.bind(index + 2, ExportText.clean(record.values[position])) }
+            if let layout = wide[record.source] {
+                // The columns past the limit: the payload's members the table has no column for.
+                let overflow = ExtraMembers.json(payload: record.payload, columns: Array(layout.tableColumns),
+                                                 values: fitting.map { record.values[$0] })
+                insert.bind(fitting.count + 2, overflow.map { StoredValue.text(ExportText.clean($0)) } ?? .null)
+            }
             try insert.run()
             count += 1
         }

@@ -53,7 +53,7 @@ enum SQLiteExport {
         }
         try createVendors(file)
         if stored.contains(.record) {
-            rows += try RecordTables.copy(store: store, into: file)
+            rows += try RecordTables.copy(store: store, into: file, logger: context.logger)
         }
         try copyRuns(through: context.runID, store: store, into: file)
         try copyChanges(of: try historyRuns(days: historyDays, through: context.runID, store: store), store: store, into: file)

@@ -186,6 +186,50 @@ import TestSupport
         #expect(fourth.sources[0].unchangedPages == 1 && fourth.recordRowsWritten == 0, "\(fourth.summaryText)")
     }
 
+    /// A file wider than a SQLite table: the consumer table keeps what fits and
+    /// the rest as JSON in `extra`, the CSV keeps every column, the night is ok
+    /// (it once failed every night, the export resumed and failed again).
+    @Test func aFileWiderThanASQLiteTableIsExportedWhole() async throws {
+        let directory = TestPaths.temporaryDirectory("records-wide")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let width = 2_100
+        let header = ["id"] + (1..<width).map { "c\($0)" }
+        let rows = (1...3).map { row in ["\(row)"] + (1..<width).map { "\(row * 10_000 + $0)" } }
+        try (([header] + rows).map { $0.joined(separator: ",") }.joined(separator: "\n") + "\n")
+            .write(to: directory.appendingPathComponent("wide.csv"), atomically: true, encoding: .utf8)
+        let job = try JobLoader.parse(yaml: """
+            name: wide
+            store: snapshot.sqlite
+            output: out
+            sources:
+              - {name: wide, kind: records-file, path: wide.csv, keyField: id}
+            exports:
+              - {kind: sqlite, path: wide.sqlite}
+              - {kind: csv, directory: csv}
+            """, file: "wide.yml", baseDirectory: directory.path)
+        let log = CapturedLog()
+        for night in 1...2 {
+            let report = try await Runner(job: job, logger: log.logger).run()
+            #expect(report.outcome == .ok, "night \(night): \(report.errors)")
+            #expect(report.runID == Int64(night), "a new night each time, not the same export retried")
+        }
+        #expect(log.text.contains("wide: 2100 columns, more than a SQLite table holds"), "\(log.text.suffix(2000))")
+        let database = try DatabaseQueue(path: directory.appendingPathComponent("out/wide.sqlite").path)
+        let (columns, extra, last) = try await database.read { db in
+            (try Row.fetchAll(db, sql: "PRAGMA table_info(wide)").map { $0["name"] as String },
+             try String.fetchOne(db, sql: "SELECT extra FROM wide WHERE key = '2'"),
+             try Int.fetchOne(db, sql: "SELECT c1997 FROM wide WHERE key = '2'"))
+        }
+        #expect(columns.count == 2_000)
+        #expect(columns.prefix(3) == ["key", "id", "c1"] && columns.last == "extra")
+        #expect(last == 21_997)
+        let overflow = try #require(try JSONParser.parse(Array((extra ?? "").utf8)).objectValue)
+        #expect(overflow.count == width - 1_998, "\(overflow.keys.sorted().prefix(5))")
+        #expect(overflow["c1998"] == .int(21_998) && overflow["c2099"] == .int(22_099))
+        let csv = try String(contentsOf: directory.appendingPathComponent("out/csv/wide.csv"), encoding: .utf8)
+        #expect(csv.split(whereSeparator: \.isNewline).first?.split(separator: ",").count == width + 1)
+    }
+
     @Test func changedSettingsReadAnUnchangedFileAgain() async throws {
         let directory = TestPaths.temporaryDirectory("records-settings")
         defer { try? FileManager.default.removeItem(at: directory) }
