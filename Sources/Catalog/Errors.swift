@@ -105,6 +105,8 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
         /// The store holds another job's history: two jobs on one store would
         /// overwrite each other's records and mix their exports.
         public static let storeOfAnotherJob = Code("store-of-another-job")
+        /// The store's file was removed or replaced while a run wrote it.
+        public static let storeLost = Code("store-lost")
     }
 
     public var code: Code
@@ -259,7 +261,6 @@ extension StoreSyncError {
                            + "to start over on purpose, with every record new again, run once: \(command) --new-store")
     }
 
-    /// `--new-store` was given, but the store at `store` holds history (its last run is `lastRun`).
     /// The store's runs are another job's.
     public static func storeOfAnotherJob(store: String, owner: String, job: String, jobFile: String) -> StoreSyncError {
         StoreSyncError(.storeOfAnotherJob, "the store belongs to job '\(owner)' (its runs are that job's); job '\(job)' was refused and nothing was crawled or written",
@@ -268,6 +269,7 @@ extension StoreSyncError {
                            + "to it on purpose, run once: storesync run \(jobFile) --take-over-from \(owner)")
     }
 
+    /// `--new-store` was given, but the store at `store` holds history (its last run is `lastRun`).
     public static func newStoreHasHistory(store: String, lastRun: Int64) -> StoreSyncError {
         StoreSyncError(.invalidArguments, "--new-store was given, but the store holds history (its last run is run \(lastRun)); it was left alone",
                        place: .store(store),

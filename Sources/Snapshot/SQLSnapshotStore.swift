@@ -81,6 +81,7 @@ package final class SQLSnapshotStore: SnapshotStore {
             let queue = try Self.openReadOnly(path)
             sqlite = queue
             engine = SQLiteEngine(pool: queue)
+            fileIdentity = nil
             return
         }
         let pool: DatabasePool
@@ -113,6 +114,30 @@ package final class SQLSnapshotStore: SnapshotStore {
         }
         sqlite = pool
         engine = SQLiteEngine(pool: pool)
+        fileIdentity = Self.fileIdentity(path)
+    }
+
+    /// The device and inode of the store's file when it was opened for writing
+    /// (nil read-only and on PostgreSQL, which has no file to lose).
+    private let fileIdentity: (device: UInt64, inode: UInt64)?
+
+    private static func fileIdentity(_ path: String) -> (device: UInt64, inode: UInt64)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
+    package func checkInPlace() throws(StoreSyncError) {
+        guard let opened = fileIdentity else { return }
+        let now = Self.fileIdentity(path)
+        guard let now, now.device == opened.device, now.inode == opened.inode else {
+            throw StoreSyncError(.storeLost, now == nil
+                ? "the store was removed while this run wrote it; what the run stored went with it"
+                : "the store was replaced by another file while this run wrote it; what the run stored is not in it",
+                place: .store(path),
+                remedy: "Restore the store (and its .history marker) from a backup and run the job again; "
+                    + "nothing of this night was exported. To start over on purpose, run once with --new-store")
+        }
     }
 
     deinit {
@@ -147,6 +172,7 @@ package final class SQLSnapshotStore: SnapshotStore {
         path = name
         self.engine = engine
         sqlite = nil
+        fileIdentity = nil
     }
 
     private static func openReadOnly(_ path: String) throws(StoreSyncError) -> DatabaseQueue {

@@ -224,6 +224,12 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// removed), by source, entity, key and field; empty for the store's
     /// first run (its baseline), whose log is the whole catalogue added.
     func changesWithRecords(runID: Int64) throws(StoreSyncError) -> [ChangeWithRecord]
+
+    /// Throws when the store this object writes is no longer the one at its
+    /// location: its file removed or replaced under a run. SQLite in WAL mode
+    /// goes on writing an unlinked file without an error, so a run that lost
+    /// its store would otherwise end ok and the next night start over.
+    func checkInPlace() throws(StoreSyncError)
 }
 
 extension SnapshotStore {

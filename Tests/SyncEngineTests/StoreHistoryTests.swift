@@ -376,3 +376,45 @@ import TestSupport
         #expect(try await Runner(job: other, environment: RunEnvironment(logger: .quiet)).run().runID == 3)
     }
 }
+
+/// A store removed while a run writes it: that run fails, and the next night
+/// is refused as a lost store (the output folder's marker remembers the run),
+/// not started over as run 1.
+@Suite struct StoreRemovedMidRunTests {
+    @Test func aRunThatLosesItsStoreFailsAndTheNextNightIsRefused() async throws {
+        let job = StoreHistoryTests.FilesJob()
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        try job.rows(4)
+        let first = try await job.run()
+        #expect(first.outcome == .ok)
+
+        try job.rows(6)
+        var environment = RunEnvironment(logger: .quiet)
+        let state = job.directory.appendingPathComponent("state")
+        environment.stopAt = { point in
+            // Not a kill: the folder goes (an operator's cleanup, a volume remounted) and the run goes on.
+            if point == .afterRemovalPasses { try? FileManager.default.removeItem(at: state) }
+            return nil
+        }
+        do {
+            let report = try await Runner(job: try job.spec(), environment: environment).run()
+            Issue.record("the run that lost its store ended \(report.outcome)")
+        } catch let error as StoreSyncError {
+            #expect(error.code == .storeLost, "\(error)")
+            #expect(error.description.contains("removed while this run wrote it"), "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: state.path) || !FileManager.default.fileExists(atPath: job.storePath))
+
+        // The next night: the store and its marker are gone, the output folder remembers.
+        let refused = try await job.refusal()
+        #expect(refused.code == .historyMissing, "\(refused)")
+        #expect(refused.description.contains(".storesync-history records the exports of run 1 of job history"), "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: job.storePath), "the refused run created a store")
+
+        // Starting over is a choice.
+        var newStore = RunOptions()
+        newStore.newStore = true
+        let again = try await job.run(newStore)
+        #expect(again.outcome == .ok && again.runID == 1)
+    }
+}
