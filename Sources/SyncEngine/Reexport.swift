@@ -43,6 +43,7 @@ public enum Reexport {
         let reports = try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
         // The run's exports are written now: it ends as its crawl did (status says so, the next run starts a new night).
         if run.exportsPending { try store.markExported(run.id, message: run.message, status: nil) }
+        OutputMarker(job: job).note(runID: run.id, logger: logger)
         return data + reports
     }
 

@@ -170,45 +170,10 @@ public struct Runner: Sendable {
         }
     }
 
-    /// The marker an exported run leaves in the output folder: the output
-    /// holds this job's exports of that run. It outlives a store lost with its
-    /// own folder (and the marker beside it), so a new store there is refused
-    /// as a loss, not taken for a new job.
-    var outputMarker: URL { URL(fileURLWithPath: job.outputDirectory).appendingPathComponent(".storesync-history") }
-
-    func noteExportedRun(_ runID: Int64) {
-        let text = """
-            # storesync: this folder holds the exports of run \(runID) of job \(job.name). A run refuses a
-            # missing or empty store while this says so (a lost store); `storesync run JOB --new-store`
-            # starts over on purpose.
-            job: \(job.name)
-            run: \(runID)
-            store: \(job.storePath)
-
-            """
-        do {
-            try Data(text.utf8).write(to: outputMarker, options: .atomic)
-        } catch {
-            logger.warning("could not write \(outputMarker.path): \(error); a lost store is then told only by the marker beside it")
-        }
-    }
-
-    /// What the output folder's marker says, when it names this job.
-    func outputEvidence() -> String? {
-        guard let data = FileManager.default.contents(atPath: outputMarker.path) else { return nil }
-        var fields: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        guard fields["job"] == job.name, let run = fields["run"] else { return nil }
-        return "\(outputMarker.path) records the exports of run \(run) of job \(job.name)"
-    }
-
     /// Refuses a missing store where history was expected, before anything
     /// creates a new one there; returns that evidence (nil for a new job).
     func checkStoreExists(_ options: RunOptions) throws(StoreSyncError) -> String? {
-        let evidence = environment.store.historyEvidence(job.storePath) ?? outputEvidence()
+        let evidence = environment.store.historyEvidence(job.storePath) ?? OutputMarker(job: job).evidence()
         if let evidence, !options.newStore, !environment.store.exists(job.storePath) {
             throw .historyMissing(store: job.storePath, state: "missing", evidence: evidence, command: runCommand)
         }
@@ -387,7 +352,7 @@ public struct Runner: Sendable {
                 try store.checkInPlace()
                 try store.markExported(run.id, message: (phase.errors + phase.warnings).first?.message,
                                        status: lintLowered ? outcome : nil)
-                noteExportedRun(run.id)
+                OutputMarker(job: job).note(runID: run.id, logger: logger)
             } else {
                 outcome = .failed
             }

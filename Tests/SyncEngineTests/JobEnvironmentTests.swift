@@ -151,7 +151,7 @@ import TestSupport
 
     @Test func aHeaderIsReadFromTheEnvironment() throws {
         let job = try load(Self.headerJob, env: ["API_TOKEN": "t0k"])
-        #expect(job.http.headers == [SecretHeader(host: "api.example.com", name: "Authorization", variable: "API_TOKEN", value: "Bearer t0k")])
+        #expect(job.http.headers == [SecretHeader(host: "api.example.com", name: "Authorization", variable: "API_TOKEN", value: "Bearer t0k", secret: "t0k")])
     }
 
     @Test func aMissingVariableOrALiteralValueIsRefusedWithoutQuotingIt() {

@@ -228,7 +228,9 @@ struct KillTestJob {
     /// The CSV export writes every entity table's file, header only when the entity has no rows.
     static let entityCSVs = ["albums", "apps", "artists", "audiobooks", "chart_entries", "ebooks", "episodes", "genres",
                              "listings", "movies", "music_videos", "podcasts", "songs"].map { "csv/\($0).csv" }
-    let exportFiles = Set(comparableExports + entityCSVs + ["killtest.sqlite", "feeds/podcasts.xml", "feeds/podcasts.atom", "report.json"])
+    /// The exports, and the output folder's marker of the last exported run.
+    let exportFiles = Set(comparableExports + entityCSVs + ["killtest.sqlite", "feeds/podcasts.xml", "feeds/podcasts.atom", "report.json",
+                                                            ".storesync-history"])
 
     init(label: String, binary: URL, yaml: String = yaml) throws {
         directory = TestPaths.temporaryDirectory(label)

@@ -1,0 +1,46 @@
+import Foundation
+import Logging
+
+/// The marker an exported run leaves in the output folder
+/// (`.storesync-history`): this folder holds the job's exports of that run.
+///
+/// It outlives a store lost together with its own folder (and the marker
+/// beside the store), so a new store there is refused as a loss instead of
+/// being taken for a new job (Invariant 10). It names no store path, so a
+/// fleet's export and one process's write the same file.
+struct OutputMarker {
+    static let fileName = ".storesync-history"
+    let job: JobSpec
+
+    var url: URL { URL(fileURLWithPath: job.outputDirectory).appendingPathComponent(Self.fileName) }
+
+    /// Records that the exports of `runID` are in the folder.
+    func note(runID: Int64, logger: Logger) {
+        let text = """
+            # storesync: this folder holds the exports of run \(runID) of job \(job.name). A run refuses a
+            # missing or empty store while this says so (a lost store); `storesync run JOB --new-store`
+            # starts over on purpose.
+            job: \(job.name)
+            run: \(runID)
+
+            """
+        do {
+            try FileManager.default.createDirectory(atPath: job.outputDirectory, withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url, options: .atomic)
+        } catch {
+            logger.warning("could not write \(url.path): \(error); a lost store is then told only by the marker beside it")
+        }
+    }
+
+    /// What the marker says, when it names this job; nil otherwise.
+    func evidence() -> String? {
+        guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
+        var fields: [String: String] = [:]
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        guard fields["job"] == job.name, let run = fields["run"] else { return nil }
+        return "\(url.path) records the exports of run \(run) of job \(job.name)"
+    }
+}
