@@ -49,6 +49,9 @@ struct EntityRow {
     var hash: Int64
     var sightings: [Sighting]
     var partsText: String?
+    /// The runs that added it and last changed its fields.
+    var addedRun: Int64
+    var changedRun: Int64
 
     var fields: [String: JSONValue] { (try? JSONParser.parse(Array(fieldsText.utf8)).objectValue) ?? [:] }
 
@@ -95,10 +98,11 @@ struct EntityWriter {
         cache = db.engine == .postgres ? EntityRowCache() : nil
     }
 
-    private static let columns = "rowid, fields, hash, sources, parts"
+    private static let columns = "rowid, fields, hash, sources, parts, added_run, changed_run"
 
     private static func entityRow(_ row: SQLRow) -> EntityRow {
-        EntityRow(rowid: row[0], fieldsText: row[1], hash: row[2], sightings: Sighting.decode(row[3]), partsText: row[4])
+        EntityRow(rowid: row[0], fieldsText: row[1], hash: row[2], sightings: Sighting.decode(row[3]), partsText: row[4],
+                  addedRun: row[5], changedRun: row[6])
     }
 
     func row(_ entity: EntityKind, _ key: String) throws -> EntityRow? {
@@ -120,7 +124,7 @@ struct EntityWriter {
             // Known absent unless the query finds it.
             for key in keys { cache.rows[EntityRowCache.Key(entity: kind, key: key)] = .some(nil) }
             try db.rows(keyedBy: keys.sorted(), [kind.rawValue], { "SELECT \(Self.columns), key FROM entities WHERE entity = ? AND key IN (\($0))" }) { row in
-                cache.rows[EntityRowCache.Key(entity: kind, key: row[5])] = .some(Self.entityRow(row))
+                cache.rows[EntityRowCache.Key(entity: kind, key: row[7])] = .some(Self.entityRow(row))
             }
         }
     }
@@ -158,7 +162,8 @@ struct EntityWriter {
                 into: "entities", columns: ["entity", "key", "fields", "hash", "sources", "parts", "added_run", "changed_run"],
                 values: [entity.rawValue, key, text, hash, Sighting.encode([sighting]), SQLValue.null, addedRun ?? runID, addedRun ?? runID],
                 id: "rowid")
-            remember(entity, key, EntityRow(rowid: rowid ?? 0, fieldsText: text, hash: hash, sightings: [sighting], partsText: nil))
+            remember(entity, key, EntityRow(rowid: rowid ?? 0, fieldsText: text, hash: hash, sightings: [sighting], partsText: nil,
+                                            addedRun: addedRun ?? runID, changedRun: addedRun ?? runID))
             if log { try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil) }
             return
         }
@@ -212,10 +217,12 @@ struct EntityWriter {
             try db.queueUpdate("entities", key: .integer("rowid"), row.rowid, set: [.text("sources"), .text("parts")],
                                [sourcesText, partsText])
             remember(entity, key, EntityRow(rowid: row.rowid, fieldsText: row.fieldsText, hash: row.hash,
-                                            sightings: sightings, partsText: partsText))
+                                            sightings: sightings, partsText: partsText,
+                                            addedRun: row.addedRun, changedRun: row.changedRun))
             return
         }
-        remember(entity, key, EntityRow(rowid: row.rowid, fieldsText: fieldsText, hash: hash, sightings: sightings, partsText: partsText))
+        remember(entity, key, EntityRow(rowid: row.rowid, fieldsText: fieldsText, hash: hash, sightings: sightings, partsText: partsText,
+                                        addedRun: row.addedRun, changedRun: log ? runID : row.changedRun))
         guard log else {
             // Re-derived, not changed: what the sources said is what they said then.
             try db.queueUpdate("entities", key: .integer("rowid"), row.rowid,
@@ -226,8 +233,47 @@ struct EntityWriter {
         try db.queueUpdate("entities", key: .integer("rowid"), row.rowid,
                            set: [.text("fields"), .integer("hash"), .text("sources"), .text("parts"), .integer("changed_run")],
                            [fieldsText, hash, sourcesText, partsText, runID])
-        for change in FieldChange.between(row.fields, merged) {
-            try self.log(cause, entity, key, "changed", field: change.field, before: change.before, after: change.after)
+        let changes = FieldChange.between(row.fields, merged)
+        // Only an entity found at the run's start can end the run where it was: one the
+        // run added is logged as it goes (no lookup for every entity a second source
+        // fills in on the night it appears).
+        guard row.changedRun == runID, row.addedRun != runID else {
+            for change in changes {
+                try self.log(cause, entity, key, "changed", field: change.field, before: change.before, after: change.after)
+            }
+            return
+        }
+        try relog(changes, entity: entity, key: key, cause: cause)
+    }
+
+    /// Logs `changes` of an entity this run changed before (its key met again
+    /// in another version, issue 13, or another source's sighting), so that
+    /// the run's log says how the entity went from where the run found it to
+    /// where it leaves it, and nothing when it is back there.
+    ///
+    /// Each field keeps one change at most, from its value when the run began
+    /// (the `before` of the run's first change of it) to its value now; a
+    /// field that came back loses its changes. Fields not changing now keep
+    /// what the run logged for them, with their causes.
+    private func relog(_ changes: [FieldChange], entity: EntityKind, key: String, cause: String) throws {
+        // The run's earlier changes of the fields changing now, oldest first (`changes_by_entity`).
+        let fields = Set(changes.map(\.field))
+        var earlier: [String: (before: String?, ids: [Int64])] = [:]
+        for row in try db.rows("""
+            SELECT id, field, before FROM changes WHERE entity = ? AND key = ? AND op = 'changed' AND run_id = ? ORDER BY id
+            """, [entity.rawValue, key, runID]) {
+            guard let field: String = row[1], fields.contains(field) else { continue }
+            if earlier[field] == nil { earlier[field] = (row[2], []) }
+            earlier[field]!.ids.append(row[0])
+        }
+        for change in changes {
+            var before = change.before
+            if let logged = earlier[change.field] {
+                for id in logged.ids { try db.queueDelete(from: "changes", where: [.integer("id")], [id]) }
+                before = logged.before
+                if before == change.after { continue }
+            }
+            try log(cause, entity, key, "changed", field: change.field, before: before, after: change.after)
         }
     }
 

@@ -34,6 +34,11 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// Keys seen in the current run, per source: dedup within a run and the
     /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
     let seen = Mutex<[String: Set<RecordIdentity>]>([:])
+    /// Per source, what each record the current run changed held when the
+    /// run began (its hash): a later version of it in the same run is
+    /// counted against that (``BatchWrites/starts``). Records the run added
+    /// are not kept: the store says so (`added_run`).
+    let runStarts = Mutex<(runID: Int64, bySource: [String: [RecordIdentity: Int64]])>((0, [:]))
     /// Each source's stored digests, read on first use and kept in step with
     /// every write this store makes (it is the only writer: the run lock).
     private let digestIndexes = Mutex<[String: DigestIndex]>([:])
@@ -498,14 +503,14 @@ package final class SQLSnapshotStore: SnapshotStore {
         }
         let pages = Array(pages.dropFirst(loaded.count))
         guard !pages.isEmpty else { return loaded }
-        var prepared: [@Sendable (any SQLSession, inout [RecordIdentity: StoredDigest]) throws -> PageResult] = []
+        var prepared: [@Sendable (any SQLSession, inout BatchWrites) throws -> PageResult] = []
         for page in pages { prepared.append(try prepare(page)) }
         let steps = prepared
         let results: [PageResult]
-        let written: [RecordIdentity: StoredDigest]
-        @Sendable func transaction(_ db: any SQLSession) throws -> ([PageResult], [RecordIdentity: StoredDigest]) {
+        let written: BatchWrites
+        @Sendable func transaction(_ db: any SQLSession) throws -> ([PageResult], BatchWrites) {
             // Within the batch, a later row with the key of an earlier one compares against what that row wrote.
-            var written: [RecordIdentity: StoredDigest] = [:]
+            var written = BatchWrites()
             var results: [PageResult] = []
             for step in steps { results.append(try step(db, &written)) }
             try alongside?(db)
@@ -526,22 +531,62 @@ package final class SQLSnapshotStore: SnapshotStore {
             throw .storage(path: path, reason: "applying \(what) of \(source)/\(pages[0].scope): \(error)")
         }
         // Committed: the index follows.
-        digests(of: source)?.update(written.map { ($0.key, $0.value) })
+        digests(of: source)?.update(written.digests.map { ($0.key, $0.value) })
+        if !written.starts.isEmpty {
+            runStarts.withLock { state in
+                if state.runID != pages[0].runID { state = (pages[0].runID, [:]) }
+                state.bySource[source, default: [:]].merge(written.starts) { first, _ in first }
+            }
+        }
         return loaded + results
+    }
+
+    /// What a record held when `runID` began, if the run changed it in a committed batch.
+    private func runStart(_ runID: Int64, _ source: String, _ identity: RecordIdentity) -> Int64? {
+        runStarts.withLock { $0.runID == runID ? $0.bySource[source]?[identity] : nil }
+    }
+
+    /// A page's records as the store takes them: the last version of each
+    /// key (issue 13: a page that lists a key twice, in two versions, would
+    /// otherwise write it twice and log a change from one to the other every
+    /// night), with whether that key was seen before the page (`repeated`,
+    /// as ``prepare(_:)`` marked each row in page order), and how many rows
+    /// gave way to a later one of their key.
+    static func lastOfEachKey(_ records: [Catalog.Record], repeated: [Bool])
+        -> (records: [Catalog.Record], repeated: [Bool], superseded: Int) {
+        // A key twice in a page makes its second row a repeat: a page without one has none.
+        guard repeated.contains(true) else { return (records, repeated, 0) }
+        var last: [RecordIdentity: (position: Int, repeated: Bool)] = [:]
+        last.reserveCapacity(records.count)
+        for (position, record) in records.enumerated() {
+            // Seen before the page only if its first row in the page was a repeat.
+            last[record.identity] = (position, last[record.identity]?.repeated ?? repeated[position])
+        }
+        guard last.count < records.count else { return (records, repeated, 0) }
+        var kept: [Catalog.Record] = [], keptRepeated: [Bool] = []
+        kept.reserveCapacity(last.count)
+        keptRepeated.reserveCapacity(last.count)
+        for (position, record) in records.enumerated() {
+            guard let winner = last[record.identity], winner.position == position else { continue }
+            kept.append(record)
+            keptRepeated.append(winner.repeated)
+        }
+        return (kept, keptRepeated, records.count - kept.count)
     }
 
     /// What ``apply(_:)`` does before its transaction (marking the page's keys
     /// seen, mapping the records it will write), and the step that writes the
     /// page within it.
     private func prepare(_ page: PageInput) throws(StoreSyncError)
-        -> @Sendable (any SQLSession, inout [RecordIdentity: StoredDigest]) throws -> PageResult {
+        -> @Sendable (any SQLSession, inout BatchWrites) throws -> PageResult {
         // Dedup against what this run already saw; content that differs from a
-        // sighting earlier in the run (drift) still goes through as a change.
+        // sighting earlier in the run (drift) still goes through, the last
+        // version sighted being the record, counted against the run's start.
         // The page's keys are marked seen here, one probe each: a key met
         // before, on an earlier page or earlier on this one, is a repeat. Should
         // the page then fail, its keys stay marked, which can only keep a record
         // from removal (they were sighted), never remove one.
-        let (repeatedRecord, repeatedUnchanged, repeatedRaw) = seen.withLock { sets in
+        let (repeatedRow, repeatedUnchanged, repeatedRaw) = seen.withLock { sets in
             // Sized for every stored record up front: growing a million-key set costs more than filling it.
             var seenSet = sets.removeValue(forKey: page.source)
                 ?? Set(minimumCapacity: max(page.records.count, digests(of: page.source)?.initialCount ?? 0))
@@ -550,7 +595,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                     page.unchangedKeys.map { !seenSet.insert($0).inserted },
                     page.rawUnchanged.map { !seenSet.insert($0).inserted })
         }
-        let records = page.records
+        let (records, repeatedRecord, superseded) = Self.lastOfEachKey(page.records, repeated: repeatedRow)
         let mapping = mapping(for: page.source)
         let logAddedValues = baselineRun.withLock { $0 } != page.runID
         // Records the diff will write are parsed and mapped before the write
@@ -584,25 +629,27 @@ package final class SQLSnapshotStore: SnapshotStore {
             if db.engine == .postgres {
                 var merging: [(entity: EntityKind, key: String)] = []
                 for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
-                    if let current = written[record.identity] ?? storedDigest, current.hash == record.hash.sqliteValue { continue }
+                    if let current = written.digests[record.identity] ?? storedDigest, current.hash == record.hash.sqliteValue { continue }
                     let canonical = mapped[position]?.canonical.entity ?? mapping.entity(of: record.entity)
                     merging.append((canonical, EntityWriter.entityKey(canonical, record.key, source: page.source)))
                 }
                 try entities.prefetch(merging)
             }
             var keyList = ""
-            keyList.reserveCapacity(32 * (records.count + page.rawUnchanged.count + page.unchangedKeys.count))
+            keyList.reserveCapacity(32 * (page.records.count + page.rawUnchanged.count + page.unchangedKeys.count))
             func list(_ entity: EntityKind, _ key: String) {
                 keyList.append(entity.rawValue)
                 keyList.append("\t")
                 keyList.append(key)
                 keyList.append("\n")
             }
+            // Every row, superseded ones too: the page replayed from its memo counts as it did decoded.
+            for record in page.records { list(record.entity, record.key) }
+            result.duplicates += superseded
             for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
-                list(record.entity, record.key)
                 let entity = record.entity.rawValue
                 var digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue, rowid: 0)
-                guard let current = written[record.identity] ?? storedDigest else {
+                guard let current = written.digests[record.identity] ?? storedDigest else {
                     if let insert = sqliteInsert, let grdb = (db as? GRDBSession)?.db {
                         insert.bind(1, page.source)
                         insert.bind(2, entity)
@@ -623,7 +670,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                     }
                     result.recordRowsWritten += 1
                     try merge(record, position)
-                    written[record.identity] = digest
+                    written.digests[record.identity] = digest
                     result.added += 1
                     continue
                 }
@@ -631,15 +678,35 @@ package final class SQLSnapshotStore: SnapshotStore {
                     if repeatedRecord[position] { result.duplicates += 1 } else { result.unchanged += 1 }
                     continue
                 }
+                if repeatedRecord[position] {
+                    // Met earlier in the run in another version (issue 13): the record is
+                    // counted already, as what it was then against the start of the run;
+                    // this version may move it between unchanged and changed.
+                    result.duplicates += 1
+                    let start = try written.starts[record.identity] ?? runStart(page.runID, page.source, record.identity)
+                        ?? Self.runStart(db, current, runID: page.runID)
+                    if let start {
+                        if start == current.hash {
+                            written.starts[record.identity] = start
+                            result.unchanged -= 1
+                            result.changed += 1
+                        } else if start == digest.hash {
+                            result.changed -= 1
+                            result.unchanged += 1
+                        }
+                    }
+                } else {
+                    written.starts[record.identity] = current.hash
+                    result.changed += 1
+                }
                 digest.rowid = current.rowid
                 // The row is there (the digest index is the table's, kept in step): one row written.
                 try db.queueUpdate("records", key: .integer("rowid"), current.rowid,
                                    set: [.integer("hash"), .text("payload"), .text("scope"), .integer("changed_run"), .integer("raw_hash")],
                                    [digest.hash, record.payload, page.scope, page.runID, digest.rawHash])
                 result.recordRowsWritten += 1
-                written[record.identity] = digest
+                written.digests[record.identity] = digest
                 try merge(record, position)
-                result.changed += 1
             }
             for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
                 list(identity.entity, identity.key)
@@ -656,6 +723,17 @@ package final class SQLSnapshotStore: SnapshotStore {
     }
 
     static let recordColumns = ["source", "entity", "key", "scope", "hash", "payload", "added_run", "changed_run", "raw_hash"]
+
+    /// What a record met again in `runID`, not changed by a committed batch
+    /// nor this one, held when the run began: what it holds now (`current`),
+    /// unless the run wrote it: nil then, since it counts as added (the run
+    /// added it, on a first load's path) or its start was lost with the
+    /// process that changed it (a resumed run counts it changed).
+    static func runStart(_ db: any SQLSession, _ current: StoredDigest, runID: Int64) throws -> Int64? {
+        let written = try db.value(as: Int64.self, "SELECT CASE WHEN added_run = ? OR changed_run = ? THEN 1 ELSE 0 END FROM records WHERE rowid = ?",
+                                   [runID, runID, current.rowid])
+        return written == 1 ? nil : current.hash
+    }
 
     static func addCounts(_ db: any SQLSession, runID: Int64, source: String, pages: Int = 0, requests: Int = 0,
                           added: Int = 0, changed: Int = 0, unchanged: Int = 0, removed: Int = 0,
@@ -681,6 +759,15 @@ package final class SQLSnapshotStore: SnapshotStore {
             }
         }
     }
+}
+
+/// What the pages of a batch wrote, for the later pages of the batch and,
+/// once committed, for the store.
+struct BatchWrites: Sendable {
+    /// The digest of each record written.
+    var digests: [RecordIdentity: StoredDigest] = [:]
+    /// What each record changed (not added) held when the run began.
+    var starts: [RecordIdentity: Int64] = [:]
 }
 
 /// A record the diff will write, parsed and mapped into the canonical model.

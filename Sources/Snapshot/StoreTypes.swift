@@ -92,11 +92,18 @@ public struct PageInput: Sendable {
 }
 
 /// What applying a page changed.
+///
+/// A record counts once in a run, as added, changed or unchanged against
+/// what the store held when the run began. A later version of it in the
+/// same run may move it from one to the other: the page that undoes an
+/// earlier page's change counts `changed` -1 and `unchanged` +1, so the run's
+/// sums stay true (issue 13).
 public struct PageResult: Sendable, Equatable {
     public var added = 0
     public var changed = 0
     public var unchanged = 0
-    /// Records already seen earlier in this run with the same content.
+    /// Rows of records met before in this run, or superseded by a later row
+    /// of their key on the same page (the last row of a key is the record).
     public var duplicates = 0
     /// Rows of the `records` table inserted, updated or deleted, as counted by
     /// SQLite itself (`sqlite3_changes`).

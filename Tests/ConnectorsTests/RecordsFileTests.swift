@@ -92,6 +92,23 @@ private struct FixedRowMemory: RowMemory {
         #expect(page.items == full.items.filter { page.items.map(\.key).contains($0.key) })
     }
 
+    /// Issue item 13: with a key on two rows of the page, the row whose bytes
+    /// are stored is not passed over, whichever of the two it is: the page is
+    /// what the full decoder gives, so its last row of the key is the record.
+    @Test(arguments: [0, 2])
+    func aKeyOnTwoRowsOfThePageIsNeverTakenFromMemory(stored row: Int) throws {
+        let file = try TempFile("twice.jsonl", #"{"id":1,"qty":5}"# + "\n" + #"{"id":2,"qty":1}"# + "\n" + #"{"id":1,"qty":7}"# + "\n")
+        defer { file.cleanup() }
+        let scope = try makeScope(RecordsFileSettings(path: file.path))
+        let decodeRemembering = try #require(scope.decodeRemembering)
+        let (response, full) = try readPage(scope, 0)
+        let memory = FixedRowMemory(rows: [RecordIdentity(entity: .record, key: "1"): full.items[row].rawHash!,
+                                           RecordIdentity(entity: .record, key: "2"): full.items[1].rawHash!])
+        let page = try decodeRemembering(response, memory)
+        #expect(page.unread.isEmpty)
+        #expect(page.items == full.items)
+    }
+
     @Test func scopeIsNamedAfterTheFileAndReadsLocally() throws {
         let file = try TempFile("catalog.jsonl", jsonl(3))
         defer { file.cleanup() }

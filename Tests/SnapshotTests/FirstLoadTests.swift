@@ -87,7 +87,8 @@ import TestSupport
         }
         #expect(results["loaded"] == results["diffed"])
         #expect(results["loaded"]?.map(\.added) == [720, 700, 50, 51])
-        #expect(results["loaded"]?[2].changed == 1, "the key met again is a change of this run, as the diff says")
+        #expect(results["loaded"]?[2].changed == 0, "the key met again is still an addition of this run, as the diff says")
+        #expect(results["loaded"]?[2].recordRowsWritten == 51)
         let loaded = try dump("loaded"), diffed = try dump("diffed")
         #expect(loaded.count == diffed.count)
         for (a, b) in zip(loaded, diffed) where a != b {
