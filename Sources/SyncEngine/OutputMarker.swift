@@ -1,3 +1,4 @@
+import Catalog
 import Foundation
 import Logging
 
@@ -6,13 +7,18 @@ import Logging
 ///
 /// It outlives a store lost together with its own folder (and the marker
 /// beside the store), so a new store there is refused as a loss instead of
-/// being taken for a new job (Invariant 10). It names no store path, so a
-/// fleet's export and one process's write the same file.
+/// being taken for a new job (Invariant 10). It counts for the job and the
+/// store it names only (a job pointed at another store on purpose starts that
+/// one afresh); the store is named by a hash of its location, so no path or
+/// database URL is written into the output.
 struct OutputMarker {
     static let fileName = ".storesync-history"
     let job: JobSpec
 
     var url: URL { URL(fileURLWithPath: job.outputDirectory).appendingPathComponent(Self.fileName) }
+
+    /// The store's location, hashed (stable across processes: ``ContentHash``).
+    var storeDigest: String { ContentHash(bytes: Array(job.storePath.utf8)).description }
 
     /// Records that the exports of `runID` are in the folder.
     func note(runID: Int64, logger: Logger) {
@@ -22,6 +28,7 @@ struct OutputMarker {
             # starts over on purpose.
             job: \(job.name)
             run: \(runID)
+            store: \(storeDigest)
 
             """
         do {
@@ -40,7 +47,7 @@ struct OutputMarker {
             guard let colon = line.firstIndex(of: ":") else { continue }
             fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        guard fields["job"] == job.name, let run = fields["run"] else { return nil }
+        guard fields["job"] == job.name, fields["store"] == storeDigest, let run = fields["run"] else { return nil }
         return "\(url.path) records the exports of run \(run) of job \(job.name)"
     }
 }

@@ -264,7 +264,8 @@ enum StoreComparison {
         let names = files(single)
         #expect(names == files(fleet))
         #expect(names.count > 10)
-        for name in names {
+        // The output's marker names its own store (a file here, a database there): not an export.
+        for name in names where name != ".storesync-history" {
             let a = try Data(contentsOf: single.appendingPathComponent(name))
             let b = try Data(contentsOf: fleet.appendingPathComponent(name))
             #expect(a == b, "\(name) differs between the single process and the fleet")

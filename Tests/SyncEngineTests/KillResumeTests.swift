@@ -678,6 +678,10 @@ private struct ExportChecker {
     /// Why `url` is not a whole file of its kind, or nil.
     static func problem(_ url: URL) -> String? {
         guard let data = try? Data(contentsOf: url), !data.isEmpty else { return "empty or unreadable" }
+        if url.lastPathComponent == ".storesync-history" {
+            // The marker of the last exported run: whole when it names its run.
+            return String(decoding: data, as: UTF8.self).contains("\nrun: ") ? nil : "names no run"
+        }
         switch url.pathExtension {
         case "csv": return csvProblem(data)
         case "xml", "atom": return xmlProblem(data, name: url.lastPathComponent)
