@@ -120,7 +120,7 @@ public struct FaultPlan: Sendable, Equatable, CustomStringConvertible {
                 "VALUE = fraction of records (content). Titles that start with =, +, - or @ (spreadsheet formulas)."
             case .feedVariants:
                 "VALUE = fraction of podcast feeds (content). Each carries one of what real hosts serve, in turn by "
-                    + "podcast: a character XML cannot hold (in itunes:keywords), enclosures relative to an xml:base, "
+                    + "podcast: a NUL byte, which XML cannot hold (in itunes:keywords, before the items), enclosures relative to an xml:base, "
                     + "a move announced by <redirect><newLocation> or itunes:new-feed-url, a 301 to "
                     + "/feeds/moved/{id}.xml (the new address serves the plain feed), a second enclosure per item, "
                     + "a Latin-1 body with neither an encoding declaration nor a charset."

@@ -58,8 +58,9 @@ enum SimulatedFeed {
         xml.element("language", text: "en-US")
         switch variant {
         case .invalidCharacter:
-            // U+0001 raw: XML 1.0 cannot hold it; the element is one the crawler does not read.
-            xml.raw("\n\t<itunes:keywords>news,\u{1}weekly</itunes:keywords>")
+            // A NUL raw, before every item: XML 1.0 cannot hold it, and a reader
+            // that stops there loses the episodes; the element is one the crawler does not read.
+            xml.raw("\n\t<itunes:keywords>news,\u{0}weekly</itunes:keywords>")
         case .newFeedURL:
             xml.raw("\n\t")
             xml.element("itunes:new-feed-url", text: newAddress(podcasts, i))

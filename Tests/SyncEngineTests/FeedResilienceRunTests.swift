@@ -101,6 +101,9 @@ import TestSupport
         }.count
         #expect(recoveredCount > 0 && episodes.recovered.count == recoveredCount, "\(episodes.recovered)")
         #expect(first.summaryText.contains("recovered: episodes \(recoveredCount) scope"), "\(first.summaryText)")
+        // The NUL before every item: all of them read, and the bytes passed over counted where the operator looks.
+        #expect(first.summaryText.contains("1 byte XML cannot hold"), "\(first.summaryText)")
+        #expect(episodes.recovered.allSatisfy { $0.contains("1 byte XML cannot hold") }, "\(episodes.recovered)")
 
         // Night 2: a moved feed is fetched from its new address, where it is
         // complete (night 1's announcing copy could not remove anything).

@@ -30,24 +30,68 @@ package enum FeedDate {
         return rfc822(text)
     }
 
-    /// Milliseconds of an `itunes:duration`: seconds (`3600`, `3600.5`),
-    /// `MM:SS` or `HH:MM:SS` (minutes may exceed 59 in `MM:SS`), nil otherwise.
+    /// Milliseconds of an `itunes:duration`, read as podcast apps read it,
+    /// or nil when it is none of their forms:
+    /// - seconds: `3600`, with a fraction `3600.5` (or `3600,5`);
+    /// - `M:SS` and `H:MM:SS`, where only the first part may be long and the
+    ///   others have one or two digits whatever their value (`00:60:05` is
+    ///   3605 s, `75:30` 75 minutes): apps add the parts up, they do not
+    ///   check them; the last part may carry a fraction;
+    /// - ISO 8601 durations (`PT1H2M3S`, `PT45M`), which some generators write.
     package static func durationMillis(_ raw: String) -> Int? {
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { return nil }
+        if text.first == "P" || text.first == "p" { return iso8601DurationMillis(text) }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count <= 3 else { return nil }
         var seconds = 0.0
         for (n, part) in parts.enumerated() {
             let isLast = n == parts.count - 1
-            // Only the last part may carry a fraction; every part is plain digits.
-            guard !part.isEmpty, part.allSatisfy({ $0.isASCII && ($0.isNumber || (isLast && $0 == ".")) }),
-                  let value = Double(part), value.isFinite else { return nil }
-            if !isLast, parts.count > 1, n > 0, value >= 60 { return nil }  // HH:MM:SS keeps minutes below 60
-            if isLast, parts.count > 1, value >= 60 { return nil }
+            var whole = Substring(part)
+            var fraction: Substring = ""
+            if isLast, let mark = part.firstIndex(where: { $0 == "." || $0 == "," }) {
+                whole = part[..<mark]
+                fraction = part[part.index(after: mark)...]
+                guard !fraction.isEmpty, fraction.allSatisfy(\.isASCIIDigit) else { return nil }
+            }
+            guard !whole.isEmpty, whole.allSatisfy(\.isASCIIDigit), n == 0 || whole.count <= 2,
+                  let value = Double(whole + (fraction.isEmpty ? "" : "." + fraction)) else { return nil }
             seconds = seconds * 60 + value
         }
-        guard seconds < 1e9 else { return nil }
+        return millis(seconds)
+    }
+
+    /// `PnDTnHnMnS` (each part optional, at least one; a fraction on the last).
+    private static func iso8601DurationMillis(_ text: String) -> Int? {
+        var rest = Substring(text.uppercased()).dropFirst()
+        var seconds = 0.0
+        var inTime = false
+        var sawPart = false
+        while !rest.isEmpty {
+            if rest.first == "T", !inTime {
+                inTime = true
+                rest = rest.dropFirst()
+                continue
+            }
+            let number = rest.prefix { $0.isASCIIDigit || $0 == "." || $0 == "," }
+            guard !number.isEmpty, let value = Double(number.replacingOccurrences(of: ",", with: ".")),
+                  let unit = rest.dropFirst(number.count).first else { return nil }
+            switch (unit, inTime) {
+            case ("D", false): seconds += value * 86_400
+            case ("H", true): seconds += value * 3_600
+            case ("M", true): seconds += value * 60
+            case ("S", true): seconds += value
+            default: return nil  // years, months and weeks are no episode lengths
+            }
+            sawPart = true
+            rest = rest.dropFirst(number.count + 1)
+        }
+        return sawPart ? millis(seconds) : nil
+    }
+
+    /// Whole milliseconds, nil beyond any plausible episode (about 31 years).
+    private static func millis(_ seconds: Double) -> Int? {
+        guard seconds.isFinite, seconds >= 0, seconds < 1e9 else { return nil }
         return Int((seconds * 1000).rounded())
     }
 
@@ -254,4 +298,8 @@ package enum FeedDate {
         default: 31
         }
     }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }

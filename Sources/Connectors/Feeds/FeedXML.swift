@@ -4,31 +4,38 @@ import Foundation
 
 /// A parsed feed document: libxml2's tree, freed with the value.
 ///
-/// The parse is strict first. A document that is not well-formed is parsed
-/// again with `XML_PARSE_RECOVER`, as feed readers do (one stray control
-/// character must not cost a podcast its episodes); ``recoveredErrors`` then
-/// lists what the parser passed over, and the caller must treat the items as
-/// possibly incomplete: a recovered tree may silently lack items, so it must
-/// never drive removals (Invariant 6). A feed that declares entities is never
-/// recovered: that refusal is about safety, not syntax.
+/// The parse is strict first. A document that is not well-formed is first
+/// repaired where the repair loses nothing (``FeedMarkup``: bare ampersands,
+/// internal entities); if it is still not well-formed it is parsed again with
+/// `XML_PARSE_RECOVER`, as feed readers do (one stray control character must
+/// not cost a podcast its episodes). ``recoveredErrors`` then lists what the
+/// parser passed over, and the caller must treat the items as possibly
+/// incomplete: a recovered tree may silently lack items, so it must never
+/// drive removals (Invariant 6). A feed whose entities break the bounds, or
+/// that declares external or parameter entities, is never recovered: that
+/// refusal is about safety, not syntax.
 ///
 /// Options and why:
 /// - `XML_PARSE_NONET`, no `XML_PARSE_DTDLOAD`, no `XML_PARSE_NOENT`: a feed
 ///   never makes us fetch or read anything else.
 /// - `XML_PARSE_HUGE`: real feeds carry thousands of items and multi-megabyte
 ///   show notes, which trip libxml2's default size limits. In libxml2 2.9 the
-///   same flag also switches off the entity amplification check, so a feed
-///   that declares entities (`<!ENTITY …>`, the billion-laughs vector) is
-///   refused before any of them can be expanded; only the predefined entities
-///   and character references are ever replaced.
+///   same flag also switches off the entity amplification check, so libxml2
+///   must never expand an entity: ``FeedMarkup`` expands internal ones within
+///   its own bounds, and a declaration that reaches libxml2 all the same
+///   refuses the feed; only the predefined entities and character references
+///   are replaced by libxml2.
 /// - `XML_PARSE_NOCDATA`: CDATA sections arrive as plain text.
+/// - `XML_PARSE_IGNORE_ENC` whenever we name the encoding: see below.
 /// - Errors go to the context's structured handler, not libxml2's global one,
 ///   so concurrent parses do not mix errors and nothing is printed.
 ///
-/// Encoding: a `charset` in the HTTP `Content-Type` is honoured (it overrides
-/// the document's declaration, RFC 7303). A body that names no encoding
-/// anywhere and is not valid UTF-8 is read as Windows-1252 (ISO-8859-1 with
-/// printable 0x80–0x9F), which is what such real feeds are written in.
+/// Encoding: labels are read as browsers and feed readers read them
+/// (``FeedCharset``, the WHATWG table: `ISO-8859-1` means windows-1252). A
+/// `charset` in the HTTP `Content-Type` overrides the document's declaration
+/// (RFC 7303), except a UTF-8 one the bytes belie. A body that names no
+/// encoding anywhere and is not valid UTF-8 is read as windows-1252, which is
+/// what such real feeds are written in.
 final class FeedDocument {
     let doc: xmlDocPtr
     /// Empty for a well-formed document; otherwise each error the recovery
@@ -71,10 +78,30 @@ final class FeedDocument {
         guard bytes.count - start > 0 else { throw .malformedPage(url: url, reason: "empty feed body (no XML document)") }
         guard bytes.count - start <= Int(Int32.max) else { throw .malformedPage(url: url, reason: "feed body larger than 2 GiB") }
         var body = Array(bytes[start...])
-        var encoding = charset(in: contentType)
-        if encoding.map(isUTF8Name) == true { encoding = nil }
-        if encoding == nil, !hasBOM, !looksUTF16(body), declaredEncoding(body) == nil, String(validating: body, as: UTF8.self) == nil {
-            body = windows1252ToUTF8(body)
+        var encoding: String?
+        // The header's charset overrides the declaration (RFC 7303), except
+        // a UTF-8 one the body belies: servers send `charset=utf-8` for every
+        // file, and a body that is not UTF-8 follows its own declaration.
+        let headerCharset = charset(in: contentType).flatMap(FeedCharset.init(label:))
+        let declared = declaredEncoding(body).flatMap(FeedCharset.init(label:))
+        let isUTF8 = String(validating: body, as: UTF8.self) != nil
+        let label = headerCharset == .utf8 && !isUTF8 ? declared : headerCharset ?? declared
+        if hasBOM || looksUTF16(body) {
+            // A byte order mark says more than any label (the WHATWG decode algorithm).
+            encoding = hasBOM ? "UTF-8" : nil
+        } else {
+            switch label {
+            case .utf8?:
+                encoding = "UTF-8"
+            case .windows1252?:
+                body = windows1252ToUTF8(body)
+                encoding = "UTF-8"
+            case .other(let name)?:
+                encoding = name
+            case nil:
+                // No label anywhere: UTF-8 if it is UTF-8, else what such real feeds are written in.
+                if !isUTF8 { body = windows1252ToUTF8(body) }
+            }
         }
 
         let strict = parseOnce(body, url: url, encoding: encoding, recover: false)
@@ -85,21 +112,43 @@ final class FeedDocument {
             if error.column > 0 { place += ", column \(error.column)" }
             return place
         }
-        let first = strict.errors.first ?? FeedParseErrors.Entry(line: 0, column: 0, message: "the document is not well-formed")
-        let failure = StoreSyncError.malformedPage(url: url, reason: "not well-formed XML at \(place(first)): \(first.message)")
-        guard !strict.refused else { throw failure }
+        var first = strict.errors.first ?? FeedParseErrors.Entry(line: 0, column: 0, message: "the document is not well-formed")
+        var failure = StoreSyncError.malformedPage(url: url, reason: "not well-formed XML at \(place(first)): \(first.message)")
+
+        // Repairs that lose nothing (bare ampersands, internal entities): a
+        // document they make well-formed is read as complete.
+        var refused = strict.refused
+        if let repaired = try FeedMarkup.repaired(body, url: url) {
+            body = repaired
+            let again = parseOnce(body, url: url, encoding: encoding, recover: false)
+            if let doc = again.doc, again.errors.isEmpty { return FeedDocument(doc: doc, recoveredErrors: []) }
+            if let doc = again.doc { xmlFreeDoc(doc) }
+            refused = again.refused
+            if let error = again.errors.first {
+                first = error
+                failure = .malformedPage(url: url, reason: "not well-formed XML at \(place(first)): \(first.message)")
+            }
+        }
+        guard !refused else { throw failure }
 
         // Recovery. Bytes that are not UTF-8 in a UTF-8 document would make
         // libxml2 read the rest of it as Latin-1; read them as U+FFFD instead,
         // as every feed reader does (the strict error above still says where).
-        if encoding == nil, declaredEncoding(body).map(isUTF8Name) ?? true, !looksUTF16(body),
+        if encoding.map({ FeedCharset(label: $0) == .utf8 }) ?? true, !looksUTF16(body),
            String(validating: body, as: UTF8.self) == nil {
             body = Array(String(decoding: body, as: UTF8.self).utf8)
         }
+        // A NUL or another C0 control character ends libxml2's recovery, and
+        // every item after it would be lost; they carry no text, so they go.
+        var dropped = 0
+        if !looksUTF16(body) { (body, dropped) = withoutControlCharacters(body) }
         let recovered = parseOnce(predefinedEntitiesAsCharacterReferences(body), url: url, encoding: encoding, recover: true)
         guard let doc = recovered.doc, !recovered.refused, xmlDocGetRootElement(doc) != nil else {
             if let doc = recovered.doc { xmlFreeDoc(doc) }
             throw failure
+        }
+        if dropped > 0 {
+            first.message += "; \(dropped) byte\(dropped == 1 ? "" : "s") XML cannot hold (NUL or another control character) skipped"
         }
         var reported: [String] = []
         var seen = Set<String>()
@@ -110,6 +159,14 @@ final class FeedDocument {
             if reported.count == maxReportedErrors { break }
         }
         return FeedDocument(doc: doc, recoveredErrors: reported)
+    }
+
+    /// `body` without the C0 control characters XML 1.0 forbids (all but tab,
+    /// line feed and carriage return), and how many there were.
+    static func withoutControlCharacters(_ body: [UInt8]) -> (body: [UInt8], dropped: Int) {
+        func forbidden(_ byte: UInt8) -> Bool { byte < 0x20 && byte != 0x09 && byte != 0x0A && byte != 0x0D }
+        let dropped = body.reduce(0) { $0 + (forbidden($1) ? 1 : 0) }
+        return dropped == 0 ? (body, 0) : (body.filter { !forbidden($0) }, dropped)
     }
 
     /// `&amp;` and XML's other predefined entities as character references.
@@ -149,16 +206,23 @@ final class FeedDocument {
             sax.pointee.serror = feedXMLStructuredError
             sax.pointee.entityDecl = feedXMLEntityDeclaration
         }
+        // Repairs and conversions may grow a body past libxml2's 32-bit length.
+        guard let length = Int32(exactly: body.count) else {
+            return (nil, [FeedParseErrors.Entry(line: 0, column: 0, message: "the feed is larger than 2 GiB")], true)
+        }
         var options = XML_PARSE_NONET.rawValue | XML_PARSE_HUGE.rawValue | XML_PARSE_NOCDATA.rawValue
         if recover { options |= XML_PARSE_RECOVER.rawValue }
+        // An encoding we name (the header's, or UTF-8 after our own
+        // conversion) is the truth; the declaration's must not switch it again.
+        if encoding != nil { options |= XML_PARSE_IGNORE_ENC.rawValue }
         let doc: xmlDocPtr? = withExtendedLifetime(errors) {
             body.withUnsafeBufferPointer { buffer in
                 let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
                 return url.withCString { urlText in
                     if let encoding {
-                        return encoding.withCString { xmlCtxtReadMemory(context, base, Int32(body.count), urlText, $0, Int32(options)) }
+                        return encoding.withCString { xmlCtxtReadMemory(context, base, length, urlText, $0, Int32(options)) }
                     }
-                    return xmlCtxtReadMemory(context, base, Int32(body.count), urlText, nil, Int32(options))
+                    return xmlCtxtReadMemory(context, base, length, urlText, nil, Int32(options))
                 }
             }
         }
@@ -180,11 +244,6 @@ final class FeedDocument {
             return value.isEmpty ? nil : value
         }
         return nil
-    }
-
-    private static func isUTF8Name(_ name: String) -> Bool {
-        let n = name.lowercased()
-        return n == "utf-8" || n == "utf8"
     }
 
     /// UTF-16 announces itself by a BOM or by `<` as two bytes; it is libxml2's to read.
@@ -273,8 +332,8 @@ private func feedXMLEntityDeclaration(_ ctx: UnsafeMutableRawPointer?, _ name: U
     FeedParseErrors.of(context: ctx)?.refused = true
     FeedParseErrors.of(context: ctx)?.record(
         line: Int(xmlSAX2GetLineNumber(ctx)), column: Int(xmlSAX2GetColumnNumber(ctx)),
-        message: "the feed declares the entity '\(entity)'; feeds with entity declarations are refused "
-            + "(only XML's predefined entities are expanded)")
+        message: "the feed declares the entity '\(entity)' where storesync cannot expand it safely; refused "
+            + "(internal entities are expanded only from a DOCTYPE's internal subset in the prolog)")
     xmlStopParser(ctx.assumingMemoryBound(to: xmlParserCtxt.self))
 }
 

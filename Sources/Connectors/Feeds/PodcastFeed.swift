@@ -148,13 +148,17 @@ package enum PodcastFeed {
         var channelNode: FeedNode?
         switch (root.namespace, root.name) {
         case (.core, "rss"):
-            guard let channel = root.first(.core, "channel") else {
-                throw .malformedPage(url: url, reason: "an <rss> document without a <channel>")
-            }
-            channelTitle = channel.first(.core, "title")?.trimmedText ?? channel.first(.itunes, "title")?.trimmedText
-            items = channel.all(.core, "item")
             atom = false
-            channelNode = channel
+            if let channel = root.first(.core, "channel") {
+                channelTitle = channel.first(.core, "title")?.trimmedText ?? channel.first(.itunes, "title")?.trimmedText
+                items = channel.all(.core, "item")
+                channelNode = channel
+            } else {
+                // A stub left behind after a move, or a broken generator: what it
+                // holds is read (its move, items written straight into <rss>).
+                channelTitle = nil
+                items = root.all(.core, "item")
+            }
         case (.rdf, "RDF"):
             // RSS 1.0: items are siblings of the channel, not its children.
             let channel = root.first(.core, "channel")
@@ -198,8 +202,9 @@ package enum PodcastFeed {
         let announced = announcedMove(root: root, channel: channelNode)
         let moved = announced ?? ((response.redirect?.permanent ?? false) ? url : nil)
         let current = moved ?? response.redirect?.from.absoluteString ?? url
-        if let channelNode {
-            var podcast = Channel(channelNode, atom: atom).fields
+        // Without a channel the feed describes nothing but where it lives now.
+        if channelNode != nil || moved != nil {
+            var podcast = channelNode.map { Channel($0, atom: atom).fields } ?? [:]
             if let podcastName { podcast["collectionName"] = .string(podcastName) }
             podcast["feedUrl"] = .string(current)
             podcast[listedFeedURLField] = .string(listedFeedURL ?? response.redirect?.from.absoluteString ?? url)
@@ -210,7 +215,9 @@ package enum PodcastFeed {
         // A recovered tree may lack items; a feed that announces its move is
         // often a stub whose items are no longer kept up. Neither is the whole
         // list of the podcast's episodes, so neither may remove any.
+        // An <rss> without its <channel> is no full list either.
         page.mayLackItems = !document.recoveredErrors.isEmpty || announced != nil
+            || (root.namespace == .core && root.name == "rss" && channelNode == nil)
         return page
     }
 
