@@ -27,6 +27,16 @@ public struct CanonicalField: Sendable, Equatable {
 /// `explicit` is 1 or 0; ids of other entities are their keys as text or
 /// integers as the source gives them; a field a source does not give is absent.
 public enum CanonicalSchema {
+    /// Podcasting 2.0 tags a channel and an item may both carry: the last
+    /// columns of both `podcast` and `episode`.
+    private static let podcastingShared: [CanonicalField] = [
+        .init("persons", .text, "podcast:person: JSON array of {name, role, group, href, img}"),
+        .init("location", .text, "podcast:location: JSON object {name, geo, osm, rel, country}"),
+        .init("license", .text, "podcast:license: the licence's name (an SPDX identifier or the publisher's)"),
+        .init("license_url", .text, "podcast:license url: the licence's text"),
+        .init("txt", .text, "podcast:txt: JSON array of {purpose, text}"),
+    ]
+
     /// The canonical fields of `entity`, in column order (none for records-file
     /// rows, whose columns are the file's own).
     public static func fields(of entity: EntityKind) -> [CanonicalField] {
@@ -52,7 +62,16 @@ public enum CanonicalSchema {
              .init("owner_email", .text, "the feed's itunes:owner e-mail"),
              .init("copyright", .text, "the feed's copyright line"),
              .init("podcast_type", .text, "episodic or serial (itunes:type)"),
-             .init("categories", .text, "the feed's itunes:category paths, JSON array of \"Parent/Child\"")]
+             .init("categories", .text, "the feed's itunes:category paths, JSON array of \"Parent/Child\""),
+             // Podcasting 2.0 (`podcast:`): the publisher's own channel tags.
+             .init("locked", .integer, "podcast:locked: 1 when the publisher forbids importing the feed elsewhere, 0 when allowed"),
+             .init("locked_owner", .text, "podcast:locked owner: the e-mail that may move the feed"),
+             .init("podcast_guid", .text, "podcast:guid: the show's global identity (a UUIDv5 of its feed URL)"),
+             .init("medium", .text, "podcast:medium: podcast, music, video, audiobook, newsletter, blog… (lower case)"),
+             .init("funding", .text, "podcast:funding: JSON array of {url, text}"),
+             .init("trailers", .text, "podcast:trailer: JSON array of {url, title, pubdate, length, type, season}"),
+             .init("podroll", .text, "podcast:podroll: the shows it recommends, JSON array of {feedGuid, feedUrl, itemGuid, medium}")]
+                + podcastingShared
         case .episode:
             [.init("name", .text, "the episode's title"),
              .init("podcast", .text, "the show's title"),
@@ -71,7 +90,16 @@ public enum CanonicalSchema {
              .init("explicit", .integer, "1 when marked explicit"),
              .init("image_url", .text, "the episode's own artwork"),
              .init("view_url", .text, "the episode's page in the store"),
-             .init("enclosures", .text, "every media file of an item that has more than one, JSON array of {url, length, type} (the first is enclosure_url)")]
+             .init("enclosures", .text, "every media file of an item that has more than one, JSON array of {url, length, type} (the first is enclosure_url)"),
+             // Podcasting 2.0 (`podcast:`) item tags.
+             .init("transcripts", .text, "podcast:transcript: every transcript, JSON array of {url, type, language, rel}"),
+             .init("chapters_url", .text, "podcast:chapters url: the chapters file"),
+             .init("chapters_type", .text, "podcast:chapters type, e.g. application/json+chapters"),
+             .init("soundbites", .text, "podcast:soundbite: JSON array of {startTime, duration, title}"),
+             .init("alternate_enclosures", .text, "podcast:alternateEnclosure: JSON array of {type, length, bitrate, height, lang, title, rel, codecs, default, sources: [{uri, contentType}], integrity}"),
+             .init("season_name", .text, "podcast:season name"),
+             .init("episode_display", .text, "podcast:episode display: how the publisher shows the number")]
+                + podcastingShared
         case .song, .musicVideo:
             [.init("name", .text, "track title"),
              .init("artist", .text, "performing artist"),

@@ -249,3 +249,99 @@ import Testing
         #expect(first.contains("line 4") && first.contains("\(count) byte\(count == 1 ? "" : "s") XML cannot hold"), "\(first)")
     }
 }
+
+/// Podcasting 2.0 (issue 28): the `podcast:` tags a feed carries, read into
+/// the canonical model as written, under either of the namespace's URIs.
+@Suite struct PodcastNamespaceReadingTests {
+    static let namespaces = [
+        "https://podcastindex.org/namespace/1.0",
+        "https://github.com/Podcastindex-org/podcast-namespace/blob/main/docs/1.0.md",
+    ]
+
+    static func feed(namespace: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd" xmlns:podcast="\(namespace)">
+        <channel><title>Show</title>
+          <podcast:locked owner="owner@example.com">yes</podcast:locked>
+          <podcast:guid>917393e3-1b1e-5cef-ace4-edaa54e1f810</podcast:guid>
+          <podcast:medium>Podcast</podcast:medium>
+          <podcast:funding url="https://example.com/donate">Support the show!</podcast:funding>
+          <podcast:funding url="/members">Members</podcast:funding>
+          <podcast:person role="host" img="https://example.com/ann.jpg" href="https://example.com/ann">Ann Host</podcast:person>
+          <podcast:location geo="geo:30.2672,97.7431" osm="R113314">Austin, TX</podcast:location>
+          <podcast:trailer pubdate="Thu, 01 Apr 2021 08:00:00 EST" url="https://example.com/trailer.mp3" length="12345678" type="audio/mp3">Coming April 1st</podcast:trailer>
+          <podcast:license url="https://creativecommons.org/licenses/by/4.0/">cc-by-4.0</podcast:license>
+          <podcast:txt purpose="verify">S6lpp-7ZCn8-dZfGc-OoyaG</podcast:txt>
+          <podcast:podroll><podcast:remoteItem feedGuid="abc-123" feedUrl="https://other.example/feed.xml"/></podcast:podroll>
+          <item><guid>1</guid><title>One</title>
+            <podcast:transcript url="https://example.com/ep1.vtt" type="text/vtt" language="en" rel="captions"/>
+            <podcast:transcript url="transcripts/ep1.srt" type="application/x-subrip"/>
+            <podcast:chapters url="https://example.com/ep1.json" type="application/json+chapters"/>
+            <podcast:soundbite startTime="73.0" duration="60.0">The best minute</podcast:soundbite>
+            <podcast:person role="guest" href="https://example.com/bob">Bob Guest</podcast:person>
+            <podcast:season name="Volume Two">2</podcast:season>
+            <podcast:episode display="Ch. 3">3</podcast:episode>
+            <podcast:alternateEnclosure type="audio/opus" length="32400000" bitrate="96000" default="true" title="Opus">
+              <podcast:source uri="https://example.com/ep1.opus"/>
+              <podcast:source uri="ipfs://QmdwGqd3d2gFPGeJNLLCshdiPert45fMu84552Y4XHTy4y"/>
+              <podcast:integrity type="sri" value="sha384-ExVqijgYHm15PqQqdXfW95x+Rs6C+d6E/ICxyQOeFevnxNLR/wtJNrNYTjIysUBo"/>
+            </podcast:alternateEnclosure>
+            <podcast:transcript/>
+          </item>
+          <item><guid>2</guid><title>Two</title><podcast:episode>315.5</podcast:episode><podcast:season>x</podcast:season></item>
+        </channel></rss>
+        """
+    }
+
+    @Test(arguments: namespaces)
+    func everyTagIsReadIntoTheCanonicalModel(namespace: String) throws {
+        let url = URL(string: "https://feeds.example.com/show.xml")!
+        let page = try PodcastFeed.decodeFeed(HTTPResponse(url: url, status: 200, body: Array(Self.feed(namespace: namespace).utf8)),
+                                              podcastKey: "42")
+        let settings = PodcastFeedSettings(from: "podcasts")
+        let podcast = settings.canonical(.podcast, try #require(page.items.first { $0.entity == .podcast }).fields()).fields
+        #expect(podcast["locked"] == .int(1))
+        #expect(podcast["locked_owner"] == .string("owner@example.com"))
+        #expect(podcast["podcast_guid"] == .string("917393e3-1b1e-5cef-ace4-edaa54e1f810"))
+        #expect(podcast["medium"] == .string("podcast"))
+        #expect(podcast["funding"] == .string(#"[{"text":"Support the show!","url":"https://example.com/donate"},{"text":"Members","url":"https://feeds.example.com/members"}]"#))
+        #expect(podcast["persons"] == .string(#"[{"href":"https://example.com/ann","img":"https://example.com/ann.jpg","name":"Ann Host","role":"host"}]"#))
+        #expect(podcast["location"] == .string(#"{"geo":"geo:30.2672,97.7431","name":"Austin, TX","osm":"R113314"}"#))
+        #expect(podcast["trailers"]?.stringValue?.contains(#""title":"Coming April 1st""#) == true)
+        #expect(podcast["license"] == .string("cc-by-4.0"))
+        #expect(podcast["license_url"] == .string("https://creativecommons.org/licenses/by/4.0/"))
+        #expect(podcast["txt"] == .string(#"[{"purpose":"verify","text":"S6lpp-7ZCn8-dZfGc-OoyaG"}]"#))
+        #expect(podcast["podroll"] == .string(#"[{"feedGuid":"abc-123","feedUrl":"https://other.example/feed.xml"}]"#))
+
+        let episodes = try page.items.filter { $0.entity == .episode }.map { settings.canonical(.episode, try $0.fields()).fields }
+        let one = try #require(episodes.first)
+        // Both transcripts, the relative one resolved; the empty tag is nothing.
+        #expect(one["transcripts"] == .string(#"[{"language":"en","rel":"captions","type":"text/vtt","url":"https://example.com/ep1.vtt"},{"type":"application/x-subrip","url":"https://feeds.example.com/transcripts/ep1.srt"}]"#))
+        #expect(one["chapters_url"] == .string("https://example.com/ep1.json"))
+        #expect(one["chapters_type"] == .string("application/json+chapters"))
+        #expect(one["soundbites"] == .string(#"[{"duration":"60.0","startTime":"73.0","title":"The best minute"}]"#))
+        #expect(one["persons"] == .string(#"[{"href":"https://example.com/bob","name":"Bob Guest","role":"guest"}]"#))
+        #expect(one["season"] == .int(2) && one["season_name"] == .string("Volume Two"))
+        #expect(one["episode_number"] == .int(3) && one["episode_display"] == .string("Ch. 3"))
+        let alternate = try #require(one["alternate_enclosures"]?.stringValue)
+        #expect(alternate.contains(#""uri":"https://example.com/ep1.opus""#) && alternate.contains(#""uri":"ipfs://"#), "\(alternate)")
+        #expect(alternate.contains(#""integrity":{"type":"sri""#), "\(alternate)")
+        // A number that is not whole (or not a number) stays in the raw payload only.
+        let two = try #require(episodes.last)
+        #expect(two["episode_number"] == nil && two["season"] == nil)
+        let rawTwo = try #require(page.items.last { $0.entity == .episode }).fields()
+        #expect(rawTwo["podcastEpisode"] == .object(["number": .string("315.5")]))
+    }
+
+    @Test func tagsOfAnotherNamespaceAreNotPodcasting20() throws {
+        // Same local names, another namespace: none of them is read.
+        let text = Self.feed(namespace: "https://example.com/not-podcasting")
+        let page = try PodcastFeed.decodeFeed(HTTPResponse(url: URL(string: "https://f.example/x.xml")!, status: 200,
+                                                           body: Array(text.utf8)), podcastKey: "42")
+        #expect(page.items.count == 3)
+        for record in page.items {
+            #expect(try !record.fields().keys.contains { $0.hasPrefix("podcast") }, "\(record.payload)")
+        }
+    }
+}

@@ -342,6 +342,8 @@ enum FeedNamespace: Equatable {
     /// No namespace, or RSS 1.0's / 0.90's default namespace: the core elements.
     case core
     case itunes, content, atom, dublinCore, media, rdf
+    /// Podcasting 2.0 (`podcast:`), by its current URI and the one it had before.
+    case podcastIndex
     case other
 
     init(href: String?, prefix: String?) {
@@ -355,6 +357,7 @@ enum FeedNamespace: Equatable {
             case "dc": self = .dublinCore
             case "media": self = .media
             case "rdf": self = .rdf
+            case "podcast": self = .podcastIndex
             default: self = .other
             }
             return
@@ -372,6 +375,9 @@ enum FeedNamespace: Equatable {
         case "http://purl.org/dc/elements/1.1": self = .dublinCore
         case "http://search.yahoo.com/mrss": self = .media
         case "http://www.w3.org/1999/02/22-rdf-syntax-ns": self = .rdf
+        case "http://podcastindex.org/namespace/1.0",
+             "http://github.com/podcastindex-org/podcast-namespace/blob/main/docs/1.0.md":
+            self = .podcastIndex
         default: self = .other
         }
     }
@@ -427,6 +433,20 @@ struct FeedNode {
 
     func all(_ namespace: FeedNamespace, _ name: String) -> [FeedNode] {
         children.filter { $0.is(namespace, name) }
+    }
+
+    /// Every attribute without a namespace, in document order.
+    var attributes: [(name: String, value: String)] {
+        var out: [(String, String)] = []
+        var attribute = node.pointee.properties
+        while let a = attribute {
+            if a.pointee.ns == nil {
+                let name = String(cString: a.pointee.name)
+                out.append((name, self.attribute(name) ?? ""))
+            }
+            attribute = a.pointee.next
+        }
+        return out
     }
 
     /// The value of an attribute without a namespace, if present.

@@ -279,6 +279,7 @@ private struct Channel {
             }
         }
         if !categories.isEmpty { fields["itunesCategories"] = .array(categories) }
+        fields.merge(PodcastNamespace.channelFields(channel)) { own, _ in own }
     }
 
     private static func nonEmpty(_ s: String) -> String? {
@@ -306,6 +307,8 @@ private struct Episode {
     /// Every enclosure with a usable URL, in document order; the first is
     /// the primary (`enclosureURL`, `enclosureType`, `enclosureLength`).
     var enclosures: [(url: String, type: String?, length: String?)] = []
+    /// The item's Podcasting 2.0 tags, as wire fields.
+    var podcastIndex: [String: JSONValue] = [:]
 
     // URLs (enclosure, link, image) are resolved against the feed's address
     // and any `xml:base`; what does not resolve to http(s) is dropped, since
@@ -372,6 +375,7 @@ private struct Episode {
         explicit = node.first(.itunes, "explicit")?.trimmedText
         let image = node.first(.itunes, "image")
         self.image = image.flatMap { $0.absoluteURL($0.attribute("href")) ?? $0.absoluteURL($0.trimmedText) }
+        podcastIndex = PodcastNamespace.itemFields(node)
     }
 
     /// An Atom link (`<link>` in an Atom entry, `<atom:link>` in an RSS item)
@@ -437,6 +441,7 @@ private struct Episode {
                 return .object(object)
             })
         }
+        fields.merge(podcastIndex) { own, _ in own }
         return fields
     }
 }
@@ -460,7 +465,9 @@ extension PodcastFeedSettings {
         c.text("enclosure_type", from: "enclosureType")
         c.text("link", from: "link")
         c.integer("episode_number", from: "itunesEpisode")
+        if c.fields["episode_number"] == nil { c.set("episode_number", PodcastNamespace.wholeNumber(wire["podcastEpisode"])) }
         c.integer("season", from: "itunesSeason")
+        if c.fields["season"] == nil { c.set("season", PodcastNamespace.wholeNumber(wire["podcastSeason"])) }
         // Feeds write `Full` as often as `full`: the vocabulary is lower case.
         c.lowercased("episode_type", from: "itunesEpisodeType")
         c.explicit("explicit", from: "itunesExplicit")
@@ -468,6 +475,7 @@ extension PodcastFeedSettings {
         if case .array(let enclosures)? = wire["enclosures"] {
             c.set("enclosures", CanonicalValue.jsonArrayText(enclosures.map(Self.canonicalEnclosure)))
         }
+        PodcastNamespace.canonicalEpisode(&c)
         return CanonicalRecord(entity: .episode, fields: c.fields)
     }
 
@@ -496,6 +504,7 @@ extension PodcastFeedSettings {
         if case .array(let categories)? = wire["itunesCategories"] {
             c.set("categories", CanonicalValue.jsonArrayText(categories))
         }
+        PodcastNamespace.canonicalPodcast(&c)
         return CanonicalRecord(entity: .podcast, fields: c.fields)
     }
 
