@@ -181,7 +181,8 @@ enum RecordTables {
         }
     }
 
-    /// The column type of a registry's kind (a ``FieldType``): dates are ISO 8601 text.
+    /// The column type of a registry's kind (a ``FieldType``): dates are ISO
+    /// 8601 text, and so is a column no row has filled (`empty`): all NULL.
     static func columnKind(_ kind: String) -> ExportColumn.Kind {
         switch kind {
         case "integer": .integer
