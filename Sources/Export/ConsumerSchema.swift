@@ -109,6 +109,18 @@ enum ConsumerSchema {
         }
     }
 
+    /// Whether `column` of an entity table holds another row's key: every
+    /// foreign key, and the ids of things the file has no table for
+    /// (`bundle_id`, a maker's `artist_id`) or of several tables (a mixed
+    /// chart's `item_key`). Such a column is NULL where the key is missing
+    /// *or empty*: the store keeps a root genre's `parent_id` and the
+    /// all-genres chart's `genre_id` as '' (part of their content hash), and
+    /// '' is no row's key, so Datasette would link it to a row that does not
+    /// exist and `PRAGMA foreign_key_check` would list it.
+    static func holdsKey(_ column: String) -> Bool {
+        column.hasSuffix("_id") || column.hasSuffix("_key")
+    }
+
     // MARK: Full-text search
 
     /// The columns of `entity` that full-text search covers: names and

@@ -102,10 +102,13 @@ enum SQLiteExport {
             // affinities type each value as the store read it from the record.
             let placeholders = Array(repeating: "?", count: columns.count + 2).joined(separator: ", ")
             let insert = try file.prepare("INSERT INTO \(table) VALUES (\(placeholders)) ")
+            let holdsKey = columns.map { ConsumerSchema.holdsKey($0.name) }
             try store.forEachRecord(of: entity, columns: columns, order: .insertion) { record in
                 // Text cleaned as in every export (ExportText): the same text as the CSV files.
                 insert.bind(1, ExportText.clean(record.key))
-                for (index, value) in record.values.enumerated() { insert.bind(index + 2, ExportText.clean(value)) }
+                for (index, value) in record.values.enumerated() {
+                    insert.bind(index + 2, holdsKey[index] && value == .text("") ? .null : ExportText.clean(value))
+                }
                 insert.bind(columns.count + 2, ExtraMembers.json(payload: record.payload, columns: columns, values: record.values)
                     .map { StoredValue.text(ExportText.clean($0)) } ?? .null)
                 try insert.run()
