@@ -6,7 +6,9 @@ import Snapshot
 /// the canonical model (``CanonicalSchema``) so the exports never name a
 /// field the model does not define.
 ///
-/// Names are snake_case so no query needs quoting. Every entity table has the
+/// The export's own names are snake_case so no query needs quoting them (a
+/// records-file source's table and columns are its user's names, which may
+/// need it: ``quoted(_:)``). Every entity table has the
 /// same layout: `key` (the entity's key, the primary key), one column per
 /// canonical field in model order, and `extra`: the members of the stored
 /// record that no column holds, as a JSON object (NULL when there are none;
@@ -107,6 +109,18 @@ enum ConsumerSchema {
         }
     }
 
+    /// Whether `column` of an entity table holds another row's key: every
+    /// foreign key, and the ids of things the file has no table for
+    /// (`bundle_id`, a maker's `artist_id`) or of several tables (a mixed
+    /// chart's `item_key`). Such a column is NULL where the key is missing
+    /// *or empty*: the store keeps a root genre's `parent_id` and the
+    /// all-genres chart's `genre_id` as '' (part of their content hash), and
+    /// '' is no row's key, so Datasette would link it to a row that does not
+    /// exist and `PRAGMA foreign_key_check` would list it.
+    static func holdsKey(_ column: String) -> Bool {
+        column.hasSuffix("_id") || column.hasSuffix("_key")
+    }
+
     // MARK: Full-text search
 
     /// The columns of `entity` that full-text search covers: names and
@@ -126,11 +140,11 @@ enum ConsumerSchema {
     /// external-content FTS5 table over its rowids, the layout `sqlite-utils
     /// enable-fts` makes. The file is never written again, so no triggers.
     static func searchStatements(table: String, columns: [String]) -> [String] {
-        let fts = searchTable(for: table)
-        let list = columns.joined(separator: ", ")
+        let fts = quoted(searchTable(for: table))
+        let list = columns.map(quoted).joined(separator: ", ")
         return [
-            "CREATE VIRTUAL TABLE \(fts) USING fts5(\(list), content=\"\(table)\", content_rowid=\"rowid\")",
-            "INSERT INTO \(fts) (rowid, \(list)) SELECT rowid, \(list) FROM \(table)",
+            "CREATE VIRTUAL TABLE \(fts) USING fts5(\(list), content=\(quoted(table)), content_rowid=\"rowid\")",
+            "INSERT INTO \(fts) (rowid, \(list)) SELECT rowid, \(list) FROM \(quoted(table))",
         ]
     }
 
@@ -190,11 +204,12 @@ enum ConsumerSchema {
     static func chartsView(entities: Set<EntityKind>) -> View {
         let items = named(entities)
         let joins = items.enumerated().map { index, entity in
-            "LEFT JOIN \(table(for: entity)) i\(index) ON c.item_entity = '\(entity.rawValue)' AND i\(index).key = c.item_key"
+            "LEFT JOIN \(quoted(table(for: entity))) i\(index) ON c.item_entity = '\(entity.rawValue)' AND i\(index).key = c.item_key"
         }
         func coalesce(_ column: String) -> String {
-            let sources = items.enumerated().filter { CanonicalSchema.field(column, of: $0.element) != nil }.map { "i\($0.offset).\(column)" }
-            return "COALESCE(" + (sources + ["c.\(column)"]).joined(separator: ", ") + ")"
+            let sources = items.enumerated().filter { CanonicalSchema.field(column, of: $0.element) != nil }
+                .map { "i\($0.offset).\(quoted(column))" }
+            return "COALESCE(" + (sources + ["c.\(quoted(column))"]).joined(separator: ", ") + ")"
         }
         let stored = items.indices.map { "i\($0).key IS NOT NULL" }.joined(separator: " OR ")
         return View(name: "charts", sql: """
@@ -212,7 +227,7 @@ enum ConsumerSchema {
     /// `latest_changes`: what the exported run changed, each row with the
     /// entity's name (from its table, or for a removed one from the change log).
     static func latestChangesView(entities: Set<EntityKind>) -> View {
-        let cases = named(entities).map { "WHEN '\($0.rawValue)' THEN (SELECT name FROM \(table(for: $0)) WHERE key = c.key)" }
+        let cases = named(entities).map { "WHEN '\($0.rawValue)' THEN (SELECT name FROM \(quoted(table(for: $0))) WHERE key = c.key)" }
         let current = cases.isEmpty ? "NULL" : "CASE c.entity \(cases.joined(separator: " ")) END"
         return View(name: "latest_changes", sql: """
             SELECT c.run_id, c.entity, c.key,
@@ -262,7 +277,9 @@ enum ConsumerSchema {
         return out
     }
 
-    /// An identifier quoted for SQL (a records file's own column names may hold anything).
+    /// An identifier quoted for SQL. Every name the export splices into SQL
+    /// goes through it: a records-file source's table may be named `order`,
+    /// and its columns are its file's own names, which may hold anything.
     static func quoted(_ identifier: String) -> String {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }

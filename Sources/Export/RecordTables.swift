@@ -181,7 +181,8 @@ enum RecordTables {
         }
     }
 
-    /// The column type of a registry's kind (a ``FieldType``): dates are ISO 8601 text.
+    /// The column type of a registry's kind (a ``FieldType``): dates are ISO
+    /// 8601 text, and so is a column no row has filled (`empty`): all NULL.
     static func columnKind(_ kind: String) -> ExportColumn.Kind {
         switch kind {
         case "integer": .integer
@@ -223,9 +224,10 @@ enum RecordTables {
             let definitions = ["\(ConsumerSchema.quoted(layout.keyColumn)) TEXT PRIMARY KEY"]
                 + layout.tableColumns.map { "\(ConsumerSchema.quoted($0.name)) \($0.kind.rawValue)" }
                 + (layout.extraColumn.map { ["\(ConsumerSchema.quoted($0)) TEXT"] } ?? [])
-            try file.execute("CREATE TABLE \(layout.table) (\(definitions.joined(separator: ", ")))")
+            let table = ConsumerSchema.quoted(layout.table)
+            try file.execute("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
             let placeholders = Array(repeating: "?", count: definitions.count).joined(separator: ", ")
-            inserts[layout.source] = try file.prepare("INSERT INTO \(layout.table) VALUES (\(placeholders))")
+            inserts[layout.source] = try file.prepare("INSERT INTO \(table) VALUES (\(placeholders))")
             if let extra = layout.extraColumn {
                 wide[layout.source] = layout
                 logger?.warning("""

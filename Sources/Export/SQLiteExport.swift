@@ -65,7 +65,7 @@ enum SQLiteExport {
             }
         }
         for view in ConsumerSchema.views(entities: Set(tables)) {
-            try file.execute("CREATE VIEW \(view.name) AS \(view.sql)")
+            try file.execute("CREATE VIEW \(ConsumerSchema.quoted(view.name)) AS \(view.sql)")
         }
         return rows
     }
@@ -84,25 +84,31 @@ enum SQLiteExport {
     /// none). Its foreign keys are declared, not enforced (``SQLiteFile``).
     static func copyEntity(_ entity: EntityKind, foreignKeys: [ConsumerSchema.ForeignKey], read: Bool,
                            store: any SnapshotStore, into file: SQLiteFile) throws -> Int {
-        let table = ConsumerSchema.table(for: entity)
+        let name = ConsumerSchema.table(for: entity)
+        let quoted = ConsumerSchema.quoted
+        let table = quoted(name)
         let columns = EntityColumns.columns(for: entity)
-        var definitions = ["\(ConsumerSchema.keyColumn) TEXT PRIMARY KEY"]
+        var definitions = ["\(quoted(ConsumerSchema.keyColumn)) TEXT PRIMARY KEY"]
         for column in columns {
             let key = foreignKeys.first { $0.column == column.name }
-            definitions.append("\(column.name) \(column.kind.rawValue)" + (key.map { " REFERENCES \($0.table)(\($0.targetColumn))" } ?? ""))
+            definitions.append("\(quoted(column.name)) \(column.kind.rawValue)"
+                + (key.map { " REFERENCES \(quoted($0.table))(\(quoted($0.targetColumn)))" } ?? ""))
         }
-        definitions.append("\(ConsumerSchema.extraColumn) TEXT")
+        definitions.append("\(quoted(ConsumerSchema.extraColumn)) TEXT")
         try file.execute("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
         var count = 0
         if read {
-            // Values are bound; only the model's fixed names are spliced. The column
+            // Values are bound; only the model's names are spliced, quoted. The column
             // affinities type each value as the store read it from the record.
             let placeholders = Array(repeating: "?", count: columns.count + 2).joined(separator: ", ")
             let insert = try file.prepare("INSERT INTO \(table) VALUES (\(placeholders)) ")
+            let holdsKey = columns.map { ConsumerSchema.holdsKey($0.name) }
             try store.forEachRecord(of: entity, columns: columns, order: .insertion) { record in
                 // Text cleaned as in every export (ExportText): the same text as the CSV files.
                 insert.bind(1, ExportText.clean(record.key))
-                for (index, value) in record.values.enumerated() { insert.bind(index + 2, ExportText.clean(value)) }
+                for (index, value) in record.values.enumerated() {
+                    insert.bind(index + 2, holdsKey[index] && value == .text("") ? .null : ExportText.clean(value))
+                }
                 insert.bind(columns.count + 2, ExtraMembers.json(payload: record.payload, columns: columns, values: record.values)
                     .map { StoredValue.text(ExportText.clean($0)) } ?? .null)
                 try insert.run()
@@ -110,10 +116,10 @@ enum SQLiteExport {
             }
         }
         if columns.contains(where: { $0.name == "name" }) {
-            try file.execute("CREATE INDEX \(table)_by_name ON \(table)(name)")
+            try file.execute("CREATE INDEX \(quoted("\(name)_by_name")) ON \(table)(\(quoted("name")))")
         }
         for key in foreignKeys {
-            try file.execute("CREATE INDEX \(table)_by_\(key.column) ON \(table)(\(key.column))")
+            try file.execute("CREATE INDEX \(quoted("\(name)_by_\(key.column)")) ON \(table)(\(quoted(key.column)))")
         }
         if entity == .chartEntry {
             try file.execute("CREATE INDEX chart_entries_by_slot ON chart_entries(chart, country, genre_id, rank)")

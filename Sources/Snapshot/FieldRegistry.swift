@@ -36,9 +36,17 @@ struct FieldRegistryWriter {
         FieldType.of(value)?.rawValue
     }
 
+    /// The kind of a field the source's own column order names (a CSV
+    /// file's header) but whose every value so far was missing (empty
+    /// cells). Registered so the column keeps its place in the order, and
+    /// so its first value gives its type rather than widening a guess.
+    static let noValueKind = "empty"
+
     /// The type a column holding both kinds has.
     static func widened(_ a: String, _ b: String) -> String {
         if a == b { return a }
+        if a == noValueKind { return b }
+        if b == noValueKind { return a }
         let numbers: Set = ["integer", "real"]
         if numbers.contains(a), numbers.contains(b) { return "real" }
         return "text"
@@ -58,36 +66,46 @@ struct FieldRegistryWriter {
     static func shape(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) -> String {
         var shape = entity.rawValue
         for field in names(fields, order: order) {
-            guard let value = fields[field] else { continue }
             shape.append("\u{1}")
             shape.append(field)
             shape.append("\u{2}")
-            shape.append(kind(of: value) ?? "")
+            shape.append(fields[field].map { kind(of: $0) ?? "" } ?? noValueKind)
         }
         return shape
     }
 
-    /// Notes the fields of one record, in `order` where the source gives its own.
+    /// Notes the fields of one record, in `order` where the source gives its
+    /// own. A field `order` names that the record lacks is noted too: the
+    /// order is the source's columns, and a column must keep its place
+    /// whichever row first fills it (or if none does).
     mutating func note(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) throws {
         let name = entity.rawValue
         for field in Self.names(fields, order: order) {
-            guard let value = fields[field] else { continue }
-            let kind = Self.kind(of: value)
+            let value = fields[field]
+            let kind = value.flatMap(Self.kind(of:))
             if let seen = known[name]?[field] {
                 guard let kind, kind != seen.kind, Self.widened(seen.kind, kind) != seen.kind else { continue }
                 let wider = Self.widened(seen.kind, kind)
-                try db.execute("""
-                    UPDATE field_registry SET kind = ?, previous_kind = ?, kind_changed_run = ? WHERE source = ? AND entity = ? AND field = ?
-                    """, [wider, seen.kind, runID, source, name, field])
+                if seen.kind == Self.noValueKind {
+                    // The column's first value: its type, not a change of it.
+                    try db.execute("UPDATE field_registry SET kind = ? WHERE source = ? AND entity = ? AND field = ?",
+                                   [wider, source, name, field])
+                } else {
+                    try db.execute("""
+                        UPDATE field_registry SET kind = ?, previous_kind = ?, kind_changed_run = ? WHERE source = ? AND entity = ? AND field = ?
+                        """, [wider, seen.kind, runID, source, name, field])
+                }
                 known[name]?[field] = Known(kind: wider)
                 continue
             }
+            // Only a field the record lacks waits for its first value; a JSON null is registered as text, as it always was.
+            let registered = value == nil ? Self.noValueKind : kind ?? "text"
             let position = nextPosition[name] ?? 0
             nextPosition[name] = position + 1
             try db.execute("""
                 INSERT INTO field_registry (source, entity, field, kind, position, first_run) VALUES (?, ?, ?, ?, ?, ?)
-                """, [source, name, field, kind ?? "text", position, runID])
-            known[name, default: [:]][field] = Known(kind: kind ?? "text")
+                """, [source, name, field, registered, position, runID])
+            known[name, default: [:]][field] = Known(kind: registered)
         }
     }
 }

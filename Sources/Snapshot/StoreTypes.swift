@@ -332,7 +332,8 @@ public struct RegisteredField: Sendable, Equatable {
     public var name: String
     /// A ``FieldType`` name (`integer`, `real`, `date`, `text`): the widest
     /// type its values have had (integer and real make real; any other mix
-    /// makes text).
+    /// makes text); `empty` for a column of a CSV file's header that no row
+    /// has filled yet.
     public var kind: String
     /// The run that first saw it.
     public var firstRun: Int64

@@ -186,6 +186,17 @@ struct ConsumerFixture {
                 .map { "\($0["key"] as String) \(($0["podcast_name"] as String?) ?? "NULL")" })
         }
         #expect(orphans == ["podcasts"], "the orphan episode is there, unlinked")
+        // '' is no row's key: the root genre's parent and the all-genres chart's genre are NULL, so only
+        // the orphans dangle (episode 9003's podcast and chart item 555 were never crawled).
+        let (dangling, none) = try await db.read { db in
+            (Set(try Row.fetchAll(db, sql: "PRAGMA foreign_key_check").map { "\($0["table"] as String) → \($0["parent"] as String)" }),
+             try Row.fetchAll(db, sql: """
+                SELECT 'genres', key, parent_id FROM genres WHERE key = '26' UNION ALL SELECT 'chart_entries', key, genre_id FROM chart_entries
+                """).map { "\($0[0] as String) \($0[1] as String) \(($0[2] as String?) ?? "NULL")" })
+        }
+        #expect(dangling == ["episodes → podcasts", "chart_entries → podcasts"])
+        #expect(none == ["genres 26 NULL", "chart_entries toppodcasts|us||102 NULL", "chart_entries toppodcasts|us||101 NULL",
+                         "chart_entries toppodcasts|us||555 NULL"])
         #expect(vendors == ["7 Kettle Co 2", "8 NULL 1"])
         #expect(linked == ["9001 The Daily Laugh", "9002 World News Hour", "9003 NULL"])
     }

@@ -3,6 +3,7 @@ import CSV
 import Catalog
 @testable import Export
 import Foundation
+import GRDB
 import Snapshot
 import TestSupport
 
@@ -159,6 +160,35 @@ enum SoakExportChecks {
             }
         }
         return problems
+    }
+
+    /// The consumer database's linking columns: each row `PRAGMA
+    /// foreign_key_check` lists (a key naming no row), and each column that
+    /// holds a key (`key`, `…_id`, `…_key`, or a declared foreign key) with ''
+    /// in it, which no row can have as its key: a missing value is NULL.
+    static func consumerKeyProblems(_ url: URL) throws -> [String] {
+        try DatabaseQueue(path: url.path).read { db in
+            var problems: [String] = []
+            var dangling: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") {
+                let table: String = row["table"], parent: String = row["parent"], id: Int = row["fkid"]
+                let column = try String.fetchOne(db, sql: "SELECT \"from\" FROM pragma_foreign_key_list(?) WHERE id = ?",
+                                                 arguments: [table, id]) ?? "?"
+                dangling["\(table).\(column) → \(parent)", default: 0] += 1
+            }
+            problems += dangling.sorted { $0.key < $1.key }.map { "\($0.value) rows of \($0.key) name no row" }
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%_fts%'")
+            for table in tables.sorted() {
+                let declared = Set(try String.fetchAll(db, sql: "SELECT \"from\" FROM pragma_foreign_key_list(?)", arguments: [table]))
+                for column in try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])
+                where declared.contains(column) || column == "key" || column.hasSuffix("_id") || column.hasSuffix("_key") {
+                    let quoted = { (name: String) in "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+                    let empty = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(table)) WHERE \(quoted(column)) = ''") ?? 0
+                    if empty > 0 { problems.append("\(empty) rows of \(table).\(column) hold ''") }
+                }
+            }
+            return problems
+        }
     }
 
     /// A CSV cell against a stored value: text exactly (a leading `'` is the
