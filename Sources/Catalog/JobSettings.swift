@@ -249,6 +249,13 @@ public struct FeedExportSpec: Sendable, Equatable {
     public var strict: Bool
     /// RFC 5005 paging: items older than the newest `limit` go to archive documents.
     public var archive: Bool
+    /// The publisher's own Podcasting 2.0 channel tags (`podcast:` key of the
+    /// export): locked, medium, funding, txt, trailers, podroll; each checked
+    /// by ``PodcastTagRules`` when the job is read.
+    public var podcastTags: [PodcastTag] = []
+    /// `podcast:guid`, when the publisher has one already (a show that moved
+    /// here keeps its identity); nil derives it from the feed's URL.
+    public var podcastGUID: String?
 
     public init(kind: FeedKind, rssPath: String?, atomPath: String?, title: String, selfURL: String, atomURL: String? = nil,
                 link: String, description: String, limit: Int = 100, chart: String? = nil, imageURL: String? = nil,

@@ -75,7 +75,11 @@ struct FeedDirectory {
         channel.ownerName = spec.ownerName
         channel.ownerEmail = spec.ownerEmail
         channel.copyright = spec.copyright
-        if spec.kind.isSubscribable { channel.podcastGUID = PodcastGUID.forFeed(selfURL) }
+        if spec.kind.isSubscribable {
+            channel.podcastGUID = spec.podcastGUID ?? PodcastGUID.forFeed(selfURL)
+            channel.podcastTags = spec.podcastTags
+            channel.itemsCarryPodcastTags = items.contains { !$0.podcastTags.isEmpty }
+        }
         channel.itemThumbnails = !spec.kind.isSubscribable && items.contains { $0.imageURL != nil }
         return channel
     }

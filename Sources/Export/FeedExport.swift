@@ -150,19 +150,30 @@ enum FeedExport {
         // Only the items listed need their podcasts looked up.
         let enricher = try ItemEnricher(spec.kind, candidates: buckets.values.flatMap { $0 },
                                         directory: directory ?? FeedDirectory(spec, context: context), context: context)
+        var withheldTags: [String] = []
         func group(_ values: [String: String], _ chosen: [Candidate]) -> Group {
-            let items = chosen.map { enricher.enrich(item(for: $0, kind: spec.kind, context: context), candidate: $0) }
+            let items = chosen.map { candidate in
+                var item = enricher.enrich(item(for: candidate, kind: spec.kind, context: context), candidate: candidate)
+                if spec.kind == .episodesNew {
+                    let podcastTags = PodcastItemTags.tags(of: candidate.fields)
+                    item.podcastTags = podcastTags.tags
+                    withheldTags += podcastTags.withheld.map { "\(item.guid): \($0)" }
+                }
+                return item
+            }
             let categories = ItemEnricher.mostCommon(chosen.compactMap { enricher.category(of: $0)?.joined(separator: "/") })
             return Group(values: values, items: items,
                          categories: categories.map { $0.split(separator: "/").map(String.init) },
                          countries: ItemEnricher.mostCommon(chosen.compactMap { enricher.country(of: $0) }))
         }
-        if grouping.isEmpty {
-            return [group([:], buckets[[:]] ?? [])]
-        }
-        return buckets
+        let groups = grouping.isEmpty ? [group([:], buckets[[:]] ?? [])] : buckets
             .sorted { $0.key.sorted(by: { $0.key < $1.key }).map(\.value).lexicographicallyPrecedes($1.key.sorted(by: { $0.key < $1.key }).map(\.value)) }
             .map { group($0.key, $0.value) }
+        if !withheldTags.isEmpty, logWithheld {
+            // A notice, not a warning: the publisher's mistake, which the operator cannot mend.
+            context.logger?.notice("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(withheldTags.count) podcast: tag\(withheldTags.count == 1 ? "" : "s") withheld, breaking the namespace's rules (the stored records keep them): \(withheldTags.prefix(3).joined(separator: "; "))\(withheldTags.count > 3 ? "; …" : "")")
+        }
+        return groups
     }
 
     /// The genre a record is filed under: its primary genre, else the first

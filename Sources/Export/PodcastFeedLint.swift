@@ -34,8 +34,10 @@ package struct FeedLintFinding: Sendable, Equatable, CustomStringConvertible {
 /// - item: `title` and an `enclosure` with an http(s) `url`, a `length` in
 ///   bytes above 0 and a supported `type`; recommended a `guid` (unique in
 ///   the feed), `pubDate`, `itunes:duration`;
-/// - `podcast:guid`, when present, is a UUID; `podcast:locked` is `yes`/`no`
-///   and names its owner.
+/// - every `podcast:` tag keeps the Podcasting 2.0 namespace's rules
+///   (``PodcastTagRules``: required attributes, URL forms, lengths, where it
+///   may stand); `podcast:guid` is a UUID, `podcast:locked` is `yes`/`no` and
+///   names its owner.
 ///
 /// Image sizes are read from the URL when it states them (iTunes artwork
 /// URLs do) or from `imageSize` (the artwork mirror reads the file's header);
@@ -108,14 +110,7 @@ package enum PodcastFeedLint {
             recommend(false, "channel-type", c, "no itunes:type")
         }
         recommend(channel.text(nil, "copyright") != nil, "channel-copyright", c, "no <copyright>")
-        if let guid = channel.text(podcast, "guid") {
-            require(UUID(uuidString: guid) != nil, "podcast-guid", c, "podcast:guid '\(guid)' is not a UUID")
-        }
-        if let locked = channel.first(podcast, "locked") {
-            let value = locked.trimmedText ?? ""
-            require(value == "yes" || value == "no", "podcast-locked", c, "podcast:locked must be yes or no")
-            require(!(locked.attribute("owner") ?? "").isEmpty, "podcast-locked", c, "podcast:locked names no owner")
-        }
+        checkPodcastNamespace(channel, at: .channel, place: c, require: require)
 
         // Items.
         var guids: [String: Int] = [:]
@@ -160,8 +155,20 @@ package enum PodcastFeedLint {
             if let image = item.first(itunes, "image")?.attribute("href") {
                 checkImage(image, rule: "item-image", place: place, required: false, imageSize: imageSize, require: require)
             }
+            checkPodcastNamespace(item, at: .item, place: place, require: require)
         }
         return findings
+    }
+
+    /// The Podcasting 2.0 tags of a channel or item, by the namespace's rules
+    /// (``PodcastTagRules``), each finding named `podcast-<tag>`.
+    private static func checkPodcastNamespace(_ node: LintNode, at where: PodcastTagPlace, place: String,
+                                              require: (Bool, String, String, @autoclosure () -> String) -> Void) {
+        for child in node.children where child.namespace == podcast {
+            for problem in PodcastTagRules.problems(child.podcastTag, at: `where`) {
+                require(false, "podcast-\(child.name)", place, problem)
+            }
+        }
     }
 
     private static func checkImage(_ url: String, rule: String, place: String, required: Bool,
@@ -203,16 +210,40 @@ private struct LintNode {
     }
 
     func all(_ namespace: String?, _ name: String) -> [LintNode] {
+        children.filter { $0.is(namespace, name) }
+    }
+
+    func first(_ namespace: String?, _ name: String) -> LintNode? { all(namespace, name).first }
+
+    var name: String { String(cString: node.pointee.name) }
+
+    var namespace: String? { node.pointee.ns?.pointee.href.map { String(cString: $0) } }
+
+    /// Element children in document order.
+    var children: [LintNode] {
         var out: [LintNode] = []
         var child = node.pointee.children
         while let c = child {
-            if c.pointee.type == XML_ELEMENT_NODE, LintNode(node: c).is(namespace, name) { out.append(LintNode(node: c)) }
+            if c.pointee.type == XML_ELEMENT_NODE { out.append(LintNode(node: c)) }
             child = c.pointee.next
         }
         return out
     }
 
-    func first(_ namespace: String?, _ name: String) -> LintNode? { all(namespace, name).first }
+    /// The element as a `podcast:` tag: attributes without a namespace, text, `podcast:` children.
+    var podcastTag: PodcastTag {
+        var attributes: [(name: String, value: String)] = []
+        var property = node.pointee.properties
+        while let p = property {
+            if p.pointee.ns == nil {
+                let key = String(cString: p.pointee.name)
+                attributes.append((key, attribute(key) ?? ""))
+            }
+            property = p.pointee.next
+        }
+        let nested = children.filter { $0.namespace == PodcastFeedLint.podcast }
+        return PodcastTag(name, attributes: attributes, text: nested.isEmpty ? trimmedText : nil, children: nested.map(\.podcastTag))
+    }
 
     func text(_ namespace: String?, _ name: String) -> String? { first(namespace, name)?.trimmedText }
 

@@ -1,3 +1,4 @@
+import Catalog
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -49,6 +50,12 @@ package struct FeedChannel: Sendable, Equatable {
     /// `podcast:guid` (the Podcasting 2.0 namespace): the show's permanent identity,
     /// which survives a move of the feed. Nil omits it and the namespace.
     package var podcastGUID: String?
+    /// The publisher's own Podcasting 2.0 channel tags (`podcast:locked`,
+    /// `funding`, `medium`, `txt`, `trailer`, `podroll`…), written after `podcast:guid`.
+    package var podcastTags: [PodcastTag] = []
+    /// Some item carries ``FeedItem/podcastTags``: the namespace is declared
+    /// even without a ``podcastGUID`` (items' tags are not written otherwise).
+    package var itemsCarryPodcastTags = false
     /// RFC 5005 archive links (`atom:link rel="prev-archive"`, …), written after `atom:link rel="self"`.
     package var archiveLinks: [FeedLink] = []
     /// An RFC 5005 archive document (`fh:archive`): its items never change once written.
@@ -132,6 +139,8 @@ package struct FeedItem: Sendable, Equatable {
     /// The Atom entry's permanent `<id>` (an IRI). Nil derives it from ``guid``
     /// (``AtomFeedWriter/entryID(for:)``), so one list of items gives matching RSS and Atom feeds.
     package var id: String?
+    /// Podcasting 2.0 item tags (transcripts, chapters, persons…), as the source gave them.
+    package var podcastTags: [PodcastTag] = []
 
     package init(guid: String, title: String, link: String? = nil, description: String, pubDate: Date,
                 author: String? = nil, imageURL: String? = nil, enclosure: FeedEnclosure? = nil,
@@ -206,12 +215,12 @@ package struct PodcastFeedWriter: Sendable {
     ///   ``ExportError/invalidXML(name:line:column:message:)`` if the result would not parse.
     @discardableResult
     package func write(channel: FeedChannel, items: some Sequence<FeedItem>, to url: URL) throws -> FeedWriteResult {
-        try RSSCore.write(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), indent: indent, to: url)
+        try RSSCore.write(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(channel), indent: indent, to: url)
     }
 
     /// The feed's bytes, in memory (validated the same way).
     package func render(channel: FeedChannel, items: some Sequence<FeedItem>, name: String = "feed.xml") throws -> [UInt8] {
-        try RSSCore.render(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), indent: indent, name: name)
+        try RSSCore.render(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(channel), indent: indent, name: name)
     }
 
     /// Writes `<rss>…</rss>` into `doc` with `textStyle`; returns the number of items.
@@ -220,7 +229,7 @@ package struct PodcastFeedWriter: Sendable {
     /// only adds the `itunes:` namespace and elements.
     package static func writeFeed(channel: FeedChannel, items: some Sequence<FeedItem>,
                                  textStyle: RSSTextStyle = .podcastApps, into doc: XMLDocumentWriter) throws -> Int {
-        try RSSCore.writeFeed(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(), into: doc)
+        try RSSCore.writeFeed(channel: channel, items: items, style: textStyle, profile: ITunesRSSProfile(channel), into: doc)
     }
 
     private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
@@ -243,10 +252,18 @@ package struct PodcastFeedWriter: Sendable {
 /// Apple's podcast extension on top of the shared RSS core: the `itunes:` namespace
 /// (declared before `atom:`, as this writer always did) and its channel and item elements.
 struct ITunesRSSProfile: RSSProfile {
+    /// Whether `<rss>` declares `podcast:`: items' tags are written only then
+    /// (the root is written before any item is seen).
+    let declaresPodcast: Bool
+
+    init(_ channel: FeedChannel) {
+        declaresPodcast = channel.podcastGUID != nil || !channel.podcastTags.isEmpty || channel.itemsCarryPodcastTags
+    }
+
     func writeNamespaces(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws {
         try doc.attribute("xmlns:itunes", PodcastFeedWriter.itunesNamespace)
         try doc.attribute("xmlns:atom", PodcastFeedWriter.atomNamespace)
-        if channel.podcastGUID != nil { try doc.attribute("xmlns:podcast", PodcastFeedWriter.podcastNamespace) }
+        if declaresPodcast { try doc.attribute("xmlns:podcast", PodcastFeedWriter.podcastNamespace) }
     }
 
     func writeChannelExtensions(_ channel: FeedChannel, into doc: XMLDocumentWriter) throws {
@@ -258,6 +275,7 @@ struct ITunesRSSProfile: RSSProfile {
             try doc.endElement()
         }
         if let guid = channel.podcastGUID { try doc.element("podcast:guid", guid) }
+        try PodcastTagWriter.write(channel.podcastTags, into: doc)
         if let image = PublishableURL.http(channel.imageURL) { try doc.emptyElement("itunes:image", attributes: ["href": image]) }
         for path in channel.categories where !path.isEmpty {
             for name in path {
@@ -287,5 +305,6 @@ struct ITunesRSSProfile: RSSProfile {
         if let type = item.episodeType?.lowercased(), ["full", "trailer", "bonus"].contains(type) {
             try doc.element("itunes:episodeType", type)
         }
+        if declaresPodcast { try PodcastTagWriter.write(item.podcastTags, into: doc) }
     }
 }

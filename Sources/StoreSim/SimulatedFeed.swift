@@ -34,11 +34,12 @@ enum SimulatedFeed {
         let marks = podcasts.faults.marks(tag: PodcastCatalog.tag, index: i)
         var xml = XMLOut()
         xml.raw(variant == .latin1 ? "<?xml version=\"1.0\"?>\n" : "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+        let tags = PodcastingTags(podcast: i)
         xml.raw("""
             <rss version="2.0"
             \txmlns:content="http://purl.org/rss/1.0/modules/content/"
             \txmlns:atom="http://www.w3.org/2005/Atom"
-            \txmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"
+            \txmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"\(tags.declaration)
             >
             <channel>
 
@@ -100,6 +101,7 @@ enum SimulatedFeed {
         } else {
             xml.element("itunes:category", [("text", show.genre.name)])
         }
+        tags.writeChannel(&xml, id: id, link: link, owner: "podcast\(id)@feeds.storesim.test")
         for n in numbers.reversed() {
             let e = podcasts.episode(i, number: n, fixed: show.fixed, nights: show.nights)
             let index = podcasts.episodeIndex(podcast: i, number: n)
@@ -139,6 +141,7 @@ enum SimulatedFeed {
             xml.element("itunes:title", faulty: title)
             xml.raw("\n\t\t")
             xml.element("itunes:duration", text: duration(e.millis))
+            tags.writeItem(&xml, episodeLink: "\(link)/episodes/\(n)", number: n, host: show.artistName)
             xml.raw("\n\t\t</item>")
         }
         xml.raw("\n</channel>\n")
@@ -171,5 +174,72 @@ enum SimulatedFeed {
             if recent.suffix(3) == Array("]]>".utf8) { inCDATA = false }
         }
         return out
+    }
+}
+
+/// The Podcasting 2.0 (`podcast:`) tags of a simulated feed, in the shapes
+/// real hosts write them (Castopod, Buzzsprout, hand-made feeds): which
+/// podcast carries which is fixed by its index, as is the namespace URI
+/// (the current one, or the older GitHub one podcastparser 0.6 knows). One
+/// podcast in seven writes some of them malformed: a transcript without its
+/// type, a soundbite without a duration, a person without a name.
+struct PodcastingTags {
+    let items: Bool
+    let channel: Bool
+    let malformed: Bool
+    let oldNamespace: Bool
+
+    init(podcast i: Int) {
+        items = i % 3 == 0
+        channel = i % 4 == 0
+        malformed = i % 7 == 3
+        oldNamespace = i % 2 == 1
+    }
+
+    var any: Bool { items || channel || malformed }
+
+    var declaration: String {
+        guard any else { return "" }
+        let uri = oldNamespace
+            ? "https://github.com/Podcastindex-org/podcast-namespace/blob/main/docs/1.0.md" : "https://podcastindex.org/namespace/1.0"
+        return "\n\txmlns:podcast=\"\(uri)\""
+    }
+
+    func writeChannel(_ xml: inout XMLOut, id: Int, link: String, owner: String) {
+        guard channel else { return }
+        xml.raw("\n\t")
+        xml.element("podcast:locked", [("owner", owner)], text: id % 2 == 0 ? "yes" : "no")
+        xml.raw("\n\t")
+        xml.element("podcast:funding", [("url", "\(link)/support")], text: "Support the show")
+        xml.raw("\n\t")
+        xml.element("podcast:medium", text: "podcast")
+        xml.raw("\n\t")
+        xml.element("podcast:person", [("role", "host"), ("href", "\(link)/host")], text: "Host of \(id)")
+        xml.raw("\n\t")
+        xml.element("podcast:license", [("url", "https://creativecommons.org/licenses/by/4.0/")], text: "cc-by-4.0")
+    }
+
+    func writeItem(_ xml: inout XMLOut, episodeLink: String, number: Int, host: String) {
+        if items {
+            xml.raw("\n\t\t")
+            xml.element("podcast:transcript", [("url", "\(episodeLink)/transcript.vtt"), ("type", "text/vtt"), ("language", "en"),
+                                               ("rel", "captions")])
+            xml.raw("\n\t\t")
+            xml.element("podcast:transcript", [("url", "\(episodeLink)/transcript.srt"), ("type", "application/x-subrip")])
+            xml.raw("\n\t\t")
+            xml.element("podcast:chapters", [("url", "\(episodeLink)/chapters.json"), ("type", "application/json+chapters")])
+            xml.raw("\n\t\t")
+            xml.element("podcast:person", [("role", "host")], text: host)
+            xml.raw("\n\t\t")
+            xml.element("podcast:soundbite", [("startTime", "\(60 + number)"), ("duration", "30.0")], text: "Highlight \(number)")
+        }
+        if malformed {
+            xml.raw("\n\t\t")
+            xml.element("podcast:transcript", [("url", "\(episodeLink)/transcript.txt")])
+            xml.raw("\n\t\t")
+            xml.element("podcast:soundbite", [("startTime", "12")], text: "no duration")
+            xml.raw("\n\t\t")
+            xml.element("podcast:person", [("role", "guest")], text: " ")
+        }
     }
 }

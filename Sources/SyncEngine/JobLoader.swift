@@ -508,6 +508,66 @@ extension SettingsReader {
         spec.archive = bool(fields, "archive", path: path) ?? false
     }
 
+    /// The tags a list entry under `podcast:` may set: its attributes, and the key holding its text.
+    static let podcastListTags: [(key: String, tag: String, attributes: [String], text: String)] = [
+        ("funding", "funding", ["url"], "text"),
+        ("txt", "txt", ["purpose"], "text"),
+        ("trailers", "trailer", ["url", "pubdate", "length", "type", "season"], "title"),
+        ("podroll", "remoteItem", ["feedGuid", "feedUrl", "itemGuid", "medium"], ""),
+    ]
+
+    /// The `podcast:` mapping of a feed export: the publisher's own Podcasting
+    /// 2.0 channel tags, each held to the namespace's rules here, so a feed
+    /// never publishes one a podcast app would refuse.
+    mutating func podcastChannelTags(_ node: JobNode, path: String, into spec: inout FeedExportSpec) {
+        guard let fields = mapping(node, path: path) else { return }
+        checkKeys(fields, path: path, allowed: ["locked", "medium", "guid"] + Self.podcastListTags.map(\.key))
+        func check(_ tag: PodcastTag, _ node: JobNode?, _ path: String) -> PodcastTag? {
+            let problems = PodcastTagRules.problems(tag, at: .channel)
+            for problem in problems { issue(node, path, problem) }
+            return problems.isEmpty ? tag : nil
+        }
+        if let locked = bool(fields, "locked", path: path) {
+            if let owner = spec.ownerEmail {
+                spec.podcastTags.append(PodcastTag("locked", attributes: [("owner", owner)], text: locked ? "yes" : "no"))
+            } else {
+                issue(value(fields, "locked"), join(path, "locked"), "podcast:locked names its owner: set owner.email too")
+            }
+        }
+        if let medium = string(fields, "medium", path: path),
+           let tag = check(PodcastTag("medium", text: medium), value(fields, "medium"), join(path, "medium")) {
+            spec.podcastTags.append(tag)
+        }
+        if let guid = string(fields, "guid", path: path) {
+            spec.podcastGUID = check(PodcastTag("guid", text: guid.lowercased()), value(fields, "guid"), join(path, "guid"))?.text
+        }
+        var podroll: [PodcastTag] = []
+        for list in Self.podcastListTags {
+            guard let listNode = value(fields, list.key) else { continue }
+            let listPath = join(path, list.key)
+            guard let entries = listNode.sequence else {
+                issue(listNode, listPath, "expected a list of mappings")
+                continue
+            }
+            for (n, entry) in entries.enumerated() {
+                let entryPath = "\(listPath)[\(n)]"
+                guard let entryFields = mapping(entry, path: entryPath) else { continue }
+                checkKeys(entryFields, path: entryPath, allowed: list.attributes + (list.text.isEmpty ? [] : [list.text]))
+                var tag = PodcastTag(list.tag)
+                for attribute in list.attributes {
+                    if let text = string(entryFields, attribute, path: entryPath) { tag.attributes.append((attribute, text)) }
+                }
+                if !list.text.isEmpty { tag.text = string(entryFields, list.text, path: entryPath) }
+                if list.tag == "remoteItem" {
+                    if tag.attribute("feedGuid") == nil { issue(entry, entryPath, "a podroll entry needs its feedGuid") } else { podroll.append(tag) }
+                } else if let tag = check(tag, entry, entryPath) {
+                    spec.podcastTags.append(tag)
+                }
+            }
+        }
+        if !podroll.isEmpty { spec.podcastTags.append(PodcastTag("podroll", children: podroll)) }
+    }
+
     mutating func exportSpec(_ node: JobNode, path: String) -> ExportSpec? {
         guard let fields = mapping(node, path: path) else { return nil }
         guard let kind = string(fields, "kind", path: path, required: true) else { return nil }
@@ -532,7 +592,7 @@ extension SettingsReader {
         case "feed":
             checkKeys(fields, path: path, allowed: ["kind", "feed", "chart", "rss", "atom", "title", "selfURL", "atomURL", "link",
                                                     "description", "limit", "image", "author", "language", "owner",
-                                                    "copyright", "explicit", "type", "categories", "strict", "archive"])
+                                                    "copyright", "explicit", "type", "categories", "strict", "archive", "podcast"])
             guard let feedName = string(fields, "feed", path: path, required: true) else { return nil }
             guard let feedKind = FeedKind(rawValue: feedName) else {
                 issue(value(fields, "feed"), join(path, "feed"), Self.unknown("feed", feedName, among: FeedKind.allCases.map(\.rawValue)))
@@ -562,6 +622,13 @@ extension SettingsReader {
                 limit: int(fields, "limit", path: path, range: 1...100_000) ?? 100, chart: chart,
                 imageURL: url(fields, "image", path: path)?.absoluteString, author: string(fields, "author", path: path))
             channelFields(fields, path: path, into: &spec)
+            if let node = value(fields, "podcast") {
+                if feedKind.isSubscribable {
+                    podcastChannelTags(node, path: join(path, "podcast"), into: &spec)
+                } else {
+                    issue(node, join(path, "podcast"), "Podcasting 2.0 channel tags belong to feeds podcast apps subscribe to (episodes-new, music-new)")
+                }
+            }
             return selfURL == nil || (rss == nil && atom == nil) ? nil : .feed(spec)
         case "opml":
             checkKeys(fields, path: path, allowed: ["kind", "path", "title"])

@@ -192,7 +192,9 @@ struct SampleShapeTests {
         let response = request(world, night: night, "/feeds/\(key).xml")
         #expect(response.status == 200 && response.contentType == SimulatedFeed.contentType)
         let names = try #require(xmlElementNames(response.body), "the feed is not well-formed XML")
-        #expect(Set(names).isSubset(of: Set(sample)), "\(Set(names).subtracting(sample))")
+        // The recorded feed predates Podcasting 2.0; the simulator's `podcast:` tags are the namespace's own.
+        let shaped = Set(names).filter { !$0.hasPrefix("podcast:") }
+        #expect(shaped.isSubset(of: Set(sample)), "\(shaped.subtracting(sample))")
         for required in ["channel", "item", "enclosure", "guid", "pubDate", "itunes:duration", "itunes:image",
                          "itunes:category", "itunes:author"] {
             #expect(names.contains(required), "\(required)")

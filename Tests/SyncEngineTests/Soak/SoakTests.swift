@@ -192,3 +192,86 @@ import TestSupport
         identities.isEmpty ? "" : "(" + identities.sorted().prefix(3).map(\.key).joined(separator: ", ") + ")"
     }
 }
+
+/// Podcasting 2.0 on a demo night (issue 28): the simulator's feeds carry
+/// `podcast:` tags (some malformed); the demo's episodes feed publishes the
+/// well-formed item tags as the source gave them and its own channel tags
+/// (`locked`, `medium`, `funding`), the namespace lint finds nothing, and
+/// independent parsers read them back: podcastparser (transcripts, chapters;
+/// its 0.6 release knows only the namespace's older URI, so the current one
+/// is mapped) and Python's ElementTree (persons and the channel's tags).
+@Suite(.serialized) struct PodcastingDemoTests {
+    static let podcastparser: Bool = (try? Python.run(["-c", "import podcastparser"]).status) == 0
+
+    @Test(.enabled(if: podcastparser, "python3 with podcastparser is not installed (python3 -m pip install podcastparser)"))
+    func theDemoPublishesPodcasting20TagsThatPodcastAppsRead() async throws {
+        let soak = SoakTests()
+        defer { try? FileManager.default.removeItem(at: soak.directory) }
+        let job = try soak.demoJob(podcasts: 120, products: 60, maxFeeds: 12)
+        let report = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 1))
+        #expect(report.outcome == .ok, "\(report.summaryText)")
+        let feeds = URL(fileURLWithPath: job.outputDirectory).appendingPathComponent("feeds")
+        let files = try FileManager.default.contentsOfDirectory(atPath: feeds.path)
+            .filter { $0.hasPrefix("episodes") && $0.hasSuffix(".xml") }.sorted().map { feeds.appendingPathComponent($0).path }
+        #expect(!files.isEmpty)
+
+        // What the files say, by substring, to compare with what the parsers read.
+        var written = (transcripts: 0, chapters: 0, persons: 0)
+        for file in files {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            written.transcripts += text.components(separatedBy: "<podcast:transcript ").count - 1
+            written.chapters += text.components(separatedBy: "<podcast:chapters ").count - 1
+            written.persons += text.components(separatedBy: "<podcast:person ").count - 1
+            // Only well-formed tags are published: the simulator's malformed ones are withheld.
+            #expect(!text.contains("transcript.txt"), "a transcript without its type was published in \(file)")
+            #expect(!text.contains("no duration"), "a soundbite without a duration was published in \(file)")
+        }
+        #expect(written.transcripts > 0 && written.chapters > 0 && written.persons > 0, "\(written)")
+
+        let script = """
+            import sys, podcastparser
+            import xml.etree.ElementTree as ET
+            podcastparser.Namespace.NAMESPACES['https://podcastindex.org/namespace/1.0'] = 'podcast'
+            NS = '{https://podcastindex.org/namespace/1.0}'
+            transcripts = chapters = persons = 0
+            for path in sys.argv[1:]:
+                with open(path, 'rb') as f:
+                    parsed = podcastparser.parse(path, f)
+                for e in parsed['episodes']:
+                    transcripts += 1 if e.get('transcript_url') else 0
+                    chapters += 1 if e.get('chapters_json_url') else 0
+                root = ET.parse(path).getroot()
+                channel = root.find('channel')
+                locked = channel.find(NS + 'locked')
+                print('locked', locked.text, locked.get('owner'))
+                print('medium', channel.find(NS + 'medium').text)
+                print('funding', channel.find(NS + 'funding').get('url'))
+                for item in channel.findall('item'):
+                    persons += len(item.findall(NS + 'person'))
+            print('episodes with a transcript', transcripts)
+            print('episodes with chapters', chapters)
+            print('persons', persons)
+            """
+        // podcastparser keeps one transcript per episode (its first): count items, not tags.
+        let withTranscript = try files.reduce(0) { sum, file in
+            let items = try String(contentsOfFile: file, encoding: .utf8).components(separatedBy: "<item>").dropFirst()
+            return sum + items.filter { $0.contains("<podcast:transcript ") }.count
+        }
+        let result = try Python.run(["-c", script] + files)
+        #expect(result.status == 0, "\(result.output)")
+        let lines = Set(result.output.split(separator: "\n").map(String.init))
+        #expect(lines.contains("locked yes feeds@example.com"), "\(result.output)")
+        #expect(lines.contains("medium podcast"), "\(result.output)")
+        #expect(lines.contains("funding https://example.com/support"), "\(result.output)")
+        #expect(lines.contains("episodes with a transcript \(withTranscript)"), "\(result.output)")
+        #expect(lines.contains("episodes with chapters \(written.chapters)"), "\(result.output)")
+        #expect(lines.contains("persons \(written.persons)"), "\(result.output)")
+
+        // The namespace lint (with Apple's) is empty for every episodes file.
+        let reportURL = URL(fileURLWithPath: job.outputDirectory).appendingPathComponent("report.json")
+        let reportJSON = try JSONParser.parse(Array(try Data(contentsOf: reportURL)))
+        let lint = reportJSON["feedLint"]?.arrayValue ?? []
+        let podcastFindings = lint.filter { $0["rule"]?.stringValue?.hasPrefix("podcast-") == true }
+        #expect(podcastFindings.isEmpty, "\(podcastFindings)")
+    }
+}
