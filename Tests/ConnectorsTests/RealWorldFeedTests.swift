@@ -102,6 +102,13 @@ import Testing
         #expect(try Self.episodes(page).first?["trackName"] == .string(text))
     }
 
+    @Test func aDeclaredUTF16OverAnEightBitBodyIsLeftToLibxml2() throws {
+        // A known lie: `encoding="UTF-16"` on a UTF-8 file; libxml2 reads the bytes it has.
+        let page = try Self.decode(Self.feed("<item><guid>1</guid><title>Caf\u{E9}</title></item>",
+                                             declaration: #"<?xml version="1.0" encoding="UTF-16"?>"#))
+        #expect(try Self.episodes(page).first?["trackName"] == .string("Caf\u{E9}"))
+    }
+
     @Test(arguments: ["iso-8859-9", "latin5", "windows-1254"])
     func latin5LabelsReadAsWindows1254(label: String) throws {
         // 0x80 is € in windows-1254 and a C1 control in ISO-8859-9; 0xF0 is ğ in both.

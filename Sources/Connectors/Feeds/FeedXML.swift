@@ -97,7 +97,10 @@ final class FeedDocument {
                 body = windows1252ToUTF8(body)
                 encoding = "UTF-8"
             case .other(let name)?:
-                encoding = name
+                // The header's label, or a superset the table reads a declared
+                // label as; any other declaration is libxml2's to read, as it
+                // always was (it ignores a declared UTF-16 in an 8-bit body).
+                if label == headerCharset || FeedCharset.supersets.values.contains(name) { encoding = name }
             case nil:
                 // No label anywhere: UTF-8 if it is UTF-8, else what such real feeds are written in.
                 if !isUTF8 { body = windows1252ToUTF8(body) }
