@@ -37,8 +37,9 @@ public struct JSONLogHandler: LogHandler {
                         metadata: self.metadata.merging(event.metadata ?? [:]) { $1 }))
     }
 
-    /// One log line (exposed for tests): fixed members win over metadata of the same name.
-    static func line(date: Date, level: Logger.Level, message: String, label: String, module: String,
+    /// One entry as its JSON line, ending in a newline (the CLI writes its own
+    /// lines for people this way too): fixed members win over metadata of the same name.
+    public static func line(date: Date, level: Logger.Level, message: String, label: String, module: String,
                      metadata: Logger.Metadata) -> String {
         var members: [String: JSONValue] = metadata.mapValues(json)
         let formatter = ISO8601DateFormatter()

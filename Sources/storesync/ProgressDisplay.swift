@@ -22,8 +22,21 @@ final class ProgressDisplay: Sendable {
     private let state = Mutex(State())
     private let plainInterval: TimeInterval = 10
 
+    /// Where plain lines go: standard error, or (with `--log-format json`)
+    /// the log, so a log shipper reading standard error gets only JSON.
+    private let writeLine: @Sendable (String) -> Void
+
     init(terminal: Bool = isatty(STDERR_FILENO) == 1) {
         self.terminal = terminal
+        writeLine = { FileHandle.standardError.write(Data($0.utf8)) }
+    }
+
+    /// Plain progress lines as log entries (`event: progress`), never a bar.
+    init(logger: Logger) {
+        terminal = false
+        writeLine = { line in
+            logger.info("\(line.trimmingCharacters(in: .whitespacesAndNewlines))", metadata: ["event": "progress"])
+        }
     }
 
     /// The display on screen, if any: log lines clear its line first.
@@ -79,7 +92,7 @@ final class ProgressDisplay: Sendable {
             }
             return ProgressLine.render(state.current, now: now, columns: nil) + "\n"
         }
-        if let output { FileHandle.standardError.write(Data(output.utf8)) }
+        if let output { writeLine(output) }
     }
 
     /// The width of the terminal standard error is drawn on; `COLUMNS`, then

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Catalog
 import Foundation
+import Synchronization
 import Logging
 import Snapshot
 import SyncEngine
@@ -53,6 +54,7 @@ struct LoggingOptions: ParsableArguments {
     func bootstrap() {
         let level: Logger.Level = verbose ? .debug : (quiet ? .warning : .info)
         let format = logFormat
+        standardErrorIsJSON.store(format == .json, ordering: .relaxed)
         LoggingSystem.bootstrap { label in
             switch format {
             case .text:
@@ -149,7 +151,7 @@ struct Run: AsyncParsableCommand {
             options.deadlineMinutes = deadline
             if worker { options.worker = Self.workerOptions(fleet: fleet, name: workerName, lease: lease, size: fleetSize) }
             if !noProgress, !logging.quiet {
-                let display = ProgressDisplay()
+                let display = logging.logFormat == .json ? ProgressDisplay(logger: logger) : ProgressDisplay()
                 ProgressDisplay.active.withLock { $0 = display }
                 options.progress = { event in display.handle(event) }
             }
@@ -164,8 +166,8 @@ struct Run: AsyncParsableCommand {
                 printToStandardError(report.summaryText)
             } else {
                 // An ok run has none today; should one ever carry a warning, -q must not hide it.
-                for warning in report.warnings { printToStandardError("warning: \(warning)") }
-                for error in report.errors { printToStandardError("error: \(error)") }
+                for warning in report.warnings { printToStandardError("warning: \(warning)", level: .warning) }
+                for error in report.errors { printToStandardError("error: \(error)", level: .error) }
             }
             if let reason = report.interrupted { throw ExitCode(GracefulStop.exitCode(forReason: reason)) }
             if report.outcome != .ok { throw ExitCode(report.outcome.exitCode) }
@@ -370,10 +372,20 @@ func exitStatus(for error: StoreSyncError) -> ExitStatus {
 }
 
 func printError(_ message: String) {
-    printToStandardError("storesync: " + message)
+    printToStandardError("storesync: " + message, level: .error)
 }
 
-/// One line (or block) on standard error, as written, with a newline.
-func printToStandardError(_ text: String) {
+/// Set by `--log-format json`: what is written for people on standard error
+/// goes there as JSON log entries too, so a log shipper reads only JSON.
+let standardErrorIsJSON = Atomic<Bool>(false)
+
+/// One line (or block) on standard error, as written, with a newline; with
+/// `--log-format json`, one JSON log entry at `level` holding it.
+func printToStandardError(_ text: String, level: Logger.Level = .notice) {
+    if standardErrorIsJSON.load(ordering: .relaxed) {
+        let line = JSONLogHandler.line(date: Date(), level: level, message: text, label: "storesync", module: "storesync", metadata: [:])
+        FileHandle.standardError.write(Data(line.utf8))
+        return
+    }
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }

@@ -65,6 +65,37 @@ import TestSupport
         #expect(result.stderr.contains("error: "), "the errors: \(result)")
     }
 
+    /// `--log-format json` (issue 29): standard error holds JSON Lines only:
+    /// the progress lines, the summary of a failed `-q` night, the errors.
+    @Test(.timeLimit(.minutes(2)))
+    func jsonLogsAreOnlyJSON() async throws {
+        func expectJSONLines(_ text: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> [[String: JSONValue]] {
+            let lines = text.split(separator: "\n")
+            #expect(!lines.isEmpty, "\(what): nothing on stderr", sourceLocation: sourceLocation)
+            return lines.compactMap { line in
+                let object = (try? JSONParser.parse(Array(line.utf8)))?.objectValue
+                #expect(object?["level"] != nil && object?["message"] != nil, "\(what): not a JSON log line: \(line)",
+                        sourceLocation: sourceLocation)
+                return object
+            }
+        }
+        let job = try KillTestJob(label: "cli-json-logs", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        // Progress is on (no --no-progress): its lines are log entries.
+        let night = try await cli(job, ["run", job.jobPath, "--night", "1", "--log-format", "json"])
+        #expect(night.termination == .exited(0), "\(night)")
+        let entries = expectJSONLines(night.stderr, "an ok night")
+        #expect(entries.contains { $0["event"]?.stringValue == "progress" && $0["message"]?.stringValue?.contains("crawling") == true },
+                "\(night.stderr)")
+
+        let failing = try KillTestJob(label: "cli-json-logs-failed", binary: try StoresyncExecutable.locate(), yaml: Self.failingYAML)
+        defer { try? FileManager.default.removeItem(at: failing.directory) }
+        let failed = try await cli(failing, ["run", failing.jobPath, "--night", "1", "-q", "--log-format", "json"])
+        #expect(failed.termination == .exited(1), "\(failed)")
+        let failedEntries = expectJSONLines(failed.stderr, "a failed -q night")
+        #expect(failedEntries.contains { $0["message"]?.stringValue?.contains("simulated night 1: failed") == true }, "\(failed.stderr)")
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func versionPrintsTheOneVersion() async throws {
         let job = try KillTestJob(label: "cli-version", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
