@@ -49,7 +49,8 @@ extension JobLoader {
 
     /// Replaces `${VAR}` (or `${VAR:-default}`) in every scalar value with
     /// the environment's value; `$$` is a literal `$`. A variable that is not
-    /// set is a problem naming the line, key and variable.
+    /// set, or set but empty, is a problem naming the line, key and variable
+    /// (`${VAR:-}` says an empty value is meant).
     static func expand(_ node: JobNode, path: String, environment: [String: String], reader: inout SettingsReader) -> JobNode {
         var node = node
         switch node.value {
@@ -106,10 +107,14 @@ extension JobLoader {
                       name.allSatisfy({ $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) }) else {
                     return .failure(ExpansionProblem(message: "'${\(inner)}' is not a variable name (letters, digits and _); write $$ for a literal $"))
                 }
-                if let value = environment[String(name)], !(fallback != nil && value.isEmpty) {
+                if let value = environment[String(name)], !value.isEmpty {
                     out += value
                 } else if let fallback {
                     out += fallback
+                } else if environment[String(name)] != nil {
+                    // `STATE_DIR= storesync run` would put the store at `/snapshot.sqlite`.
+                    return .failure(ExpansionProblem(message: "environment variable \(name) is set but empty (used as ${\(name)}); "
+                                                     + "give it a value, or write ${\(name):-default} (${\(name):-} for an empty one)"))
                 } else {
                     return .failure(ExpansionProblem(message: "environment variable \(name) is not set (used as ${\(name)}); "
                                                      + "set it, or write ${\(name):-default}"))

@@ -55,6 +55,24 @@ import TestSupport
         #expect(issue?.message.contains("STATE_DIR is not set") == true)
     }
 
+    /// `STATE_DIR= storesync validate env.yml` (issue 29): an empty variable
+    /// would put the store at `/snapshot.sqlite`; it is a problem, unless
+    /// `${VAR:-}` says an empty value is meant (or a default stands in).
+    @Test func anEmptyVariableIsAProblemUnlessTheJobSaysEmptyIsMeant() throws {
+        let found = issues(env: ["STATE_DIR": ""])
+        #expect(found.map(\.keyPath) == ["store"], "\(found)")
+        #expect(found.first?.line == 2)
+        #expect(found.first?.message.contains("STATE_DIR is set but empty (used as ${STATE_DIR})") == true, "\(found)")
+        let meant = try load("""
+            name: n
+            store: /data${SUFFIX:-}/s.sqlite
+            output: ${OUT:-/srv/out}
+            sources: [{name: m, kind: marketplace}]
+            """, env: ["SUFFIX": "", "OUT": ""])
+        #expect(meant.storePath == "/data/s.sqlite")
+        #expect(meant.outputDirectory == "/srv/out", "an empty variable takes its default")
+    }
+
     @Test func dollarDollarIsALiteralDollarAndNumbersStayNumbers() throws {
         let job = try load("""
             name: cost$$x
