@@ -253,6 +253,10 @@ public struct FeedExportSpec: Sendable, Equatable {
     /// export): locked, medium, funding, txt, trailers, podroll; each checked
     /// by ``PodcastTagRules`` when the job is read.
     public var podcastTags: [PodcastTag] = []
+    /// Ask each published enclosure's server about it (`checkEnclosures`):
+    /// HEAD, or a one-byte range GET where HEAD is refused, remembered across
+    /// nights; gone files' items are withheld, unknown lengths and types learnt.
+    public var checkEnclosures = false
     /// `podcast:guid`, when the publisher has one already (a show that moved
     /// here keeps its identity); nil derives it from the feed's URL.
     public var podcastGUID: String?

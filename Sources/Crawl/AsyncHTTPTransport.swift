@@ -47,7 +47,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
     public func get(_ request: HTTPRequest, timeoutSeconds: Double) async throws(TransportError) -> HTTPResponse {
         if let refusal = TransportError.refusal(of: request.url) { throw refusal }
         var outgoing = HTTPClientRequest(url: request.url.absoluteString)
-        outgoing.method = .GET
+        outgoing.method = request.method == .head ? .HEAD : .GET
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         // One deadline for the whole exchange: AsyncHTTPClient's covers the
         // request up to the response head, so the body is held to what is

@@ -70,6 +70,18 @@ package final class Fetcher: Sendable {
     package func get(_ url: URL, headers: [String: String] = [:], bypassCache: Bool = false)
         async throws(StoreSyncError) -> HTTPResponse
     {
+        try await fetch(url, headers: headers, bypassCache: bypassCache, method: .get)
+    }
+
+    /// A HEAD request, paced, retried and redirected like a GET; never cached
+    /// nor shared (its answer has no body to share).
+    package func head(_ url: URL, headers: [String: String] = [:]) async throws(StoreSyncError) -> HTTPResponse {
+        try await fetchFromNetwork(url, headers: headers, method: .head).mapError { $0.redacted(redactor) }.get()
+    }
+
+    private func fetch(_ url: URL, headers: [String: String], bypassCache: Bool, method: HTTPMethod)
+        async throws(StoreSyncError) -> HTTPResponse
+    {
         let key = RequestKey(url: url, headers: headers)
         let usesCache = !headers.keys.contains { $0.lowercased().hasPrefix("if-") }
         enum Step { case cached(HTTPResponse), join(Flight), lead(Flight) }
@@ -107,7 +119,7 @@ package final class Fetcher: Sendable {
                     throw .fetchFailed(url: url.absoluteString, reason: "cancelled", remedy: "The run was stopped; the next run fetches it again")
                 }
             case .lead(let flight):
-                let result = await fetchFromNetwork(url, headers: headers).mapError { $0.redacted(redactor) }
+                let result = await fetchFromNetwork(url, headers: headers, method: method).mapError { $0.redacted(redactor) }
                 let finishedAt = clock.now()
                 state.withLock { state in
                     // A bypassing call that started meanwhile replaced this
@@ -135,13 +147,15 @@ package final class Fetcher: Sendable {
     /// followed here rather than in the transport so every hop is paced by
     /// its own host's rate limit and the caller learns where the page now
     /// lives and whether it moved for good (every hop 301 or 308).
-    private func fetchFromNetwork(_ url: URL, headers: [String: String]) async -> Result<HTTPResponse, StoreSyncError> {
+    private func fetchFromNetwork(_ url: URL, headers: [String: String], method: HTTPMethod = .get)
+        async -> Result<HTTPResponse, StoreSyncError>
+    {
         var current = url
         var visited: Set<String> = [url.absoluteString]
         var permanent = true
         var hops = 0
         while true {
-            let result = await fetchOnce(current, headers: headers)
+            let result = await fetchOnce(current, headers: headers, method: method)
             guard case .success(var response) = result else { return result }
             guard Self.redirectStatuses.contains(response.status) else {
                 if hops > 0 { response.redirect = HTTPResponse.Redirect(from: url, permanent: permanent, hops: hops) }
@@ -177,8 +191,8 @@ package final class Fetcher: Sendable {
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
     /// One request with retries: the pacing, backoff and classification.
-    private func fetchOnce(_ url: URL, headers: [String: String]) async -> Result<HTTPResponse, StoreSyncError> {
-        var request = HTTPRequest(url: url, headers: headers)
+    private func fetchOnce(_ url: URL, headers: [String: String], method: HTTPMethod) async -> Result<HTTPResponse, StoreSyncError> {
+        var request = HTTPRequest(url: url, headers: headers, method: method)
         request.headers["User-Agent"] = settings.userAgent
         request.headers["Accept-Encoding"] = "gzip"
         let host = url.host ?? ""

@@ -1,13 +1,21 @@
 import Foundation
 
-/// A GET request as the crawler sends it.
+/// The methods storesync sends: GET for pages, HEAD to ask about a file
+/// without fetching it (enclosure checks).
+public enum HTTPMethod: String, Sendable, Equatable {
+    case get = "GET", head = "HEAD"
+}
+
+/// A request as the crawler sends it.
 public struct HTTPRequest: Sendable, Equatable {
     public var url: URL
     public var headers: [String: String]
+    public var method: HTTPMethod
 
-    public init(url: URL, headers: [String: String] = [:]) {
+    public init(url: URL, headers: [String: String] = [:], method: HTTPMethod = .get) {
         self.url = url
         self.headers = headers
+        self.method = method
     }
 }
 

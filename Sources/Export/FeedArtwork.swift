@@ -78,6 +78,14 @@ extension SnapshotExporter {
     }
 }
 
+extension SnapshotExporter {
+    /// The media files the feeds with `checkEnclosures` publish tonight, each once
+    /// (what the enclosure checks ask about before the feeds are written).
+    package static func publishedEnclosureURLs(_ specs: [ExportSpec], context: ExportContext) throws -> [String] {
+        try FeedExport.enclosureURLs(specs, context: context)
+    }
+}
+
 extension ExportedFile {
     /// The row for a folder another part of the run filled (the artwork mirror): its bytes and file count.
     package static func folder(_ path: String, bytes: Int64, files: Int) -> ExportedFile {

@@ -18,6 +18,10 @@ enum FeedExport {
         var categories: [[String]] = []
         /// The items' storefronts, most common first.
         var countries: [String] = []
+        /// `checkEnclosures`: what the checks' facts did to this group (see ``applyEnclosureFacts``).
+        var enclosuresWithheld = 0
+        var lengthsLearned = 0
+        var typesLearned = 0
     }
 
     /// A candidate record with the fields grouping needs.
@@ -61,7 +65,11 @@ enum FeedExport {
                     files += try archive.write(older: older, channel: archiveChannel,
                                                podcast: spec.kind.isSubscribable, current: &rssChannel)
                 }
-                files.append(try writeRSS(spec, channel: rssChannel, items: current, to: url, context: context))
+                var file = try writeRSS(spec, channel: rssChannel, items: current, to: url, context: context)
+                file.enclosuresWithheld = group.enclosuresWithheld
+                file.enclosureLengthsLearned = group.lengthsLearned
+                file.enclosureTypesLearned = group.typesLearned
+                files.append(file)
             }
             if let atom = spec.atomPath {
                 let url = try PathTemplate.resolve(atom, values: nameValues, inside: context.outputDirectory)
@@ -89,7 +97,8 @@ enum FeedExport {
             return ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount)
         }
         let bytes = try PodcastFeedWriter().render(channel: channel, items: items, name: url.lastPathComponent)
-        let findings = PodcastFeedLint.check(bytes, imageSize: context.imageSize)
+        var findings = PodcastFeedLint.check(bytes, imageSize: context.imageSize)
+        if spec.checkEnclosures { findings += enclosureFindings(items, context: context) }
         var file = ExportedFile(path: url.path, bytes: Int64(bytes.count), rows: items.count)
         file.lint = findings.map { FeedLint(severity: $0.severity.rawValue, rule: $0.rule, place: $0.place, message: $0.message) }
         if spec.strict, findings.contains(where: { $0.severity == .requirement }) {
@@ -126,11 +135,32 @@ enum FeedExport {
         let limit = keepAll ? Int.max : spec.limit
         var buckets: [[String: String]: [Candidate]] = [:]
         var withheld = 0
-        try forEachCandidate(spec.kind, chart: spec.chart, limit: grouping.isEmpty && !keepAll ? limit : nil,
-                             context: context) { candidate in
+        var goneEnclosures = 0
+        // The SQL limit counts withheld rows too: read again with room for as many more
+        // (doubling), until the feed is full or the candidates run out.
+        var queryLimit: Int? = grouping.isEmpty && !keepAll ? limit : nil
+        while true {
+            buckets = [:]
+            withheld = 0
+            goneEnclosures = 0
+            var read = 0
+            try forEachCandidate(spec.kind, chart: spec.chart, limit: queryLimit, context: context) { candidate in
+                read += 1
+                return take(candidate)
+            }
+            guard let asked = queryLimit, withheld + goneEnclosures > 0, read >= asked,
+                  (buckets[[:]]?.count ?? 0) < limit else { break }
+            queryLimit = asked > Int.max / 4 ? nil : asked * 2
+        }
+        func take(_ candidate: Candidate) -> Bool {
             // Withheld before it takes a place: the feed still lists `limit` publishable items.
             if withheldForLink(candidate, kind: spec.kind) {
                 withheld += 1
+                return true
+            }
+            if spec.checkEnclosures, let url = enclosureURL(of: candidate, kind: spec.kind),
+               context.enclosureFacts[url]?.state == .gone {
+                goneEnclosures += 1
                 return true
             }
             var values: [String: String] = [:]
@@ -152,6 +182,7 @@ enum FeedExport {
                                         directory: directory ?? FeedDirectory(spec, context: context), context: context)
         var withheldTags: [String] = []
         func group(_ values: [String: String], _ chosen: [Candidate]) -> Group {
+            var learned = (lengths: 0, types: 0)
             let items = chosen.map { candidate in
                 var item = enricher.enrich(item(for: candidate, kind: spec.kind, context: context), candidate: candidate)
                 if spec.kind == .episodesNew {
@@ -159,16 +190,25 @@ enum FeedExport {
                     item.podcastTags = podcastTags.tags
                     withheldTags += podcastTags.withheld.map { "\(item.guid): \($0)" }
                 }
+                if spec.checkEnclosures { applyEnclosureFacts(to: &item, candidate: candidate, context: context, learned: &learned) }
                 return item
             }
             let categories = ItemEnricher.mostCommon(chosen.compactMap { enricher.category(of: $0)?.joined(separator: "/") })
-            return Group(values: values, items: items,
-                         categories: categories.map { $0.split(separator: "/").map(String.init) },
-                         countries: ItemEnricher.mostCommon(chosen.compactMap { enricher.country(of: $0) }))
+            var made = Group(values: values, items: items,
+                             categories: categories.map { $0.split(separator: "/").map(String.init) },
+                             countries: ItemEnricher.mostCommon(chosen.compactMap { enricher.country(of: $0) }))
+            made.lengthsLearned = learned.lengths
+            made.typesLearned = learned.types
+            return made
         }
-        let groups = grouping.isEmpty ? [group([:], buckets[[:]] ?? [])] : buckets
+        var groups = grouping.isEmpty ? [group([:], buckets[[:]] ?? [])] : buckets
             .sorted { $0.key.sorted(by: { $0.key < $1.key }).map(\.value).lexicographicallyPrecedes($1.key.sorted(by: { $0.key < $1.key }).map(\.value)) }
             .map { group($0.key, $0.value) }
+        // Counted once, on the first file: a gone file is no group's own.
+        if !groups.isEmpty { groups[0].enclosuresWithheld = goneEnclosures }
+        if goneEnclosures > 0, logWithheld {
+            context.logger?.warning("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(goneEnclosures) item\(goneEnclosures == 1 ? "" : "s") withheld: the media file is gone (404/410 to an enclosure check)")
+        }
         if !withheldTags.isEmpty, logWithheld {
             // A notice, not a warning: the publisher's mistake, which the operator cannot mend.
             context.logger?.notice("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(withheldTags.count) podcast: tag\(withheldTags.count == 1 ? "" : "s") withheld, breaking the namespace's rules (the stored records keep them): \(withheldTags.prefix(3).joined(separator: "; "))\(withheldTags.count > 3 ? "; …" : "")")
@@ -302,6 +342,70 @@ enum FeedExport {
     static func withheldForLink(_ candidate: Candidate, kind: FeedKind) -> Bool {
         guard kind == .episodesNew, let url = text(candidate.fields["enclosure_url"]) else { return false }
         return PublishableURL.http(url) == nil
+    }
+
+    /// What the enclosure checks found that the feed's bytes cannot show: a
+    /// server that sends the whole file to a range request (Apple Podcasts
+    /// asks for byte ranges; players cannot seek), a file no answer came for.
+    static func enclosureFindings(_ items: [FeedItem], context: ExportContext) -> [FeedLintFinding] {
+        var findings: [FeedLintFinding] = []
+        for (index, item) in items.enumerated() {
+            guard let url = item.enclosure?.url, let fact = context.enclosureFacts[url] else { continue }
+            let place = "item \(index + 1) (guid \(item.guid))"
+            if fact.state == .ok, fact.ranges == false {
+                findings.append(FeedLintFinding(severity: .recommendation, rule: "item-enclosure-ranges", place: place,
+                                                message: "the enclosure's server ignores byte-range requests (players cannot seek; Apple asks for them)"))
+            } else if fact.state == .unknown {
+                findings.append(FeedLintFinding(severity: .recommendation, rule: "item-enclosure-unchecked", place: place,
+                                                message: "the enclosure's server did not answer tonight's check; asked again next night"))
+            }
+        }
+        return findings
+    }
+
+    /// The media file an item of `kind` publishes: an episode's enclosure, a song's preview.
+    static func enclosureURL(of candidate: Candidate, kind: FeedKind) -> String? {
+        switch kind {
+        case .episodesNew: link(candidate.fields["enclosure_url"])
+        case .musicNew: link(candidate.fields["enclosure_url"]) ?? link(candidate.fields["preview_url"])
+        default: nil
+        }
+    }
+
+    /// What a check learnt where the source said nothing: the file's length
+    /// (the source gave none, or 0) and its type (the source gave none and the
+    /// file's own is one podcast apps play).
+    static func applyEnclosureFacts(to item: inout FeedItem, candidate: Candidate, context: ExportContext,
+                                    learned: inout (lengths: Int, types: Int)) {
+        guard var enclosure = item.enclosure, let fact = context.enclosureFacts[enclosure.url], fact.state == .ok else { return }
+        if enclosure.length <= 0, let length = fact.length, length > 0 {
+            enclosure.length = length
+            learned.lengths += 1
+        }
+        if text(candidate.fields["enclosure_type"]) == nil, let type = fact.type?.lowercased(),
+           PodcastFeedLint.enclosureTypes.contains(type), type != enclosure.type {
+            enclosure.type = type
+            learned.types += 1
+        }
+        item.enclosure = enclosure
+    }
+
+    /// The enclosure URLs the feeds with `checkEnclosures` publish tonight,
+    /// each once: the items of their subscription documents (archive pages
+    /// keep what they were written with).
+    static func enclosureURLs(_ specs: [ExportSpec], context: ExportContext) throws -> [String] {
+        var seen = Set<String>()
+        var urls: [String] = []
+        for case .feed(let spec) in specs where spec.checkEnclosures {
+            let template = spec.rssPath ?? spec.atomPath ?? ""
+            let grouping = PathTemplate.variables(in: template).intersection(["genre", "country"])
+            for group in try groups(spec, grouping: grouping, context: context) {
+                for item in group.items.prefix(spec.limit) {
+                    if let url = item.enclosure?.url, seen.insert(url).inserted { urls.append(url) }
+                }
+            }
+        }
+        return urls
     }
 
     /// A field's text, or nil when it is absent or empty (an empty title or

@@ -106,6 +106,16 @@ package enum RunReportExport {
                          "message": .string(entry.finding.message)])
             }),
         ])
+        if case .object(var fields) = document, let enclosures = context.enclosureFigures {
+            fields["enclosures"] = .object([
+                "wanted": .int(Int64(enclosures.wanted)), "remembered": .int(Int64(enclosures.remembered)),
+                "checked": .int(Int64(enclosures.checked)), "requests": .int(Int64(enclosures.requests)),
+                "gone": .int(Int64(enclosures.gone)), "withheld": .int(Int64(enclosures.withheld)),
+                "rangesRefused": .int(Int64(enclosures.rangesRefused)), "unknown": .int(Int64(enclosures.unknown)),
+                "lengthsLearned": .int(Int64(enclosures.lengthsLearned)), "typesLearned": .int(Int64(enclosures.typesLearned)),
+            ])
+            document = .object(fields)
+        }
         if case .object(var fields) = document, let artwork = context.artworkFigures {
             fields["artwork"] = artworkJSON(artwork)
             document = .object(fields)

@@ -18,6 +18,11 @@ package struct ExportContext: Sendable {
     package var mirroredArtwork: [String: String] = [:]
     /// What the artwork mirror did in this run, for report.json; nil without one.
     package var artworkFigures: ArtworkMirrorFigures?
+    /// What enclosure checks learnt of published media files, by URL (feeds
+    /// with `checkEnclosures` publish by it); and what they did tonight, for
+    /// report.json (nil when no feed checks its enclosures).
+    package var enclosureFacts: [String: EnclosureFact] = [:]
+    package var enclosureFigures: EnclosureCheckFigures?
 
     /// The pixel size of an image URL when something knows it better than the
     /// URL does (the artwork mirror reads its files' headers).
@@ -70,6 +75,11 @@ public struct ExportedFile: Sendable, Equatable {
     public var lint: [FeedLint] = []
     /// A `strict` feed that broke a requirement: the previous file was kept.
     public var withheld = false
+    /// A feed with `checkEnclosures`: items withheld because their file is gone,
+    /// and lengths and types it publishes because a check learnt them.
+    public var enclosuresWithheld = 0
+    public var enclosureLengthsLearned = 0
+    public var enclosureTypesLearned = 0
     /// The export's file-name template, for exports that write one file per group.
     public var template: String?
 

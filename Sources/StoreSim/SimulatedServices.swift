@@ -59,6 +59,9 @@ public struct SimulatedServices: UpstreamServices {
                 .init(hostSuffix: ContentFaults.deadFeedHost, baseURL: server.baseURL.appendingPathComponent("feeds2")),
                 .init(hostSuffix: ".storesim.test", baseURL: server.baseURL),
                 .init(hostSuffix: ".mzstatic.com", baseURL: server.baseURL),
+                // Song and video previews: media files the simulator serves (MediaFiles).
+                .init(hostSuffix: "audio-ssl.itunes.apple.com", baseURL: server.baseURL),
+                .init(hostSuffix: "video-ssl.itunes.apple.com", baseURL: server.baseURL),
             ]),
             baseURL: server.baseURL,
             close: { await server.shutdown() })

@@ -146,6 +146,9 @@ public final class SimulatorServer: Sendable {
             case "retry-after": headers[.retryAfter] = value
             case "cache-control": headers[.cacheControl] = value
             case "location": headers[.location] = value
+            case "content-length": headers[.contentLength] = value
+            case "accept-ranges": headers[.acceptRanges] = value
+            case "content-range": headers[.contentRange] = value
             default: assertionFailure("unsupported simulator header \(name)")
             }
         }
@@ -204,10 +207,12 @@ struct SimResponder: HTTPResponder {
             try? await Task.sleep(for: .seconds(FaultPlan.timeoutHoldSeconds))
         }
         var simulated = decision.replacement
-            ?? Endpoints.respond(world: state.world, night: night, path: path, query: query,
-                                 conditions: Conditions(ifNoneMatch: request.headers[.ifNoneMatch],
-                                                        ifModifiedSince: request.headers[.ifModifiedSince]),
-                                 effects: decision.effects)
+            ?? (MediaFiles.isMediaPath(path)
+                ? MediaFiles.respond(path: path, head: request.method == .head, range: request.headers[.range])
+                : Endpoints.respond(world: state.world, night: night, path: path, query: query,
+                                    conditions: Conditions(ifNoneMatch: request.headers[.ifNoneMatch],
+                                                           ifModifiedSince: request.headers[.ifModifiedSince]),
+                                    effects: decision.effects))
         if let damage = decision.damage {
             simulated = state.faults.damage(simulated, with: damage, sequence: decision.sequence)
         }

@@ -592,7 +592,8 @@ extension SettingsReader {
         case "feed":
             checkKeys(fields, path: path, allowed: ["kind", "feed", "chart", "rss", "atom", "title", "selfURL", "atomURL", "link",
                                                     "description", "limit", "image", "author", "language", "owner",
-                                                    "copyright", "explicit", "type", "categories", "strict", "archive", "podcast"])
+                                                    "copyright", "explicit", "type", "categories", "strict", "archive", "podcast",
+                                                    "checkEnclosures"])
             guard let feedName = string(fields, "feed", path: path, required: true) else { return nil }
             guard let feedKind = FeedKind(rawValue: feedName) else {
                 issue(value(fields, "feed"), join(path, "feed"), Self.unknown("feed", feedName, among: FeedKind.allCases.map(\.rawValue)))
@@ -622,6 +623,14 @@ extension SettingsReader {
                 limit: int(fields, "limit", path: path, range: 1...100_000) ?? 100, chart: chart,
                 imageURL: url(fields, "image", path: path)?.absoluteString, author: string(fields, "author", path: path))
             channelFields(fields, path: path, into: &spec)
+            if let check = bool(fields, "checkEnclosures", path: path) {
+                if feedKind.isSubscribable {
+                    spec.checkEnclosures = check
+                } else {
+                    issue(value(fields, "checkEnclosures"), join(path, "checkEnclosures"),
+                          "only feeds podcast apps subscribe to (episodes-new, music-new) publish enclosures")
+                }
+            }
             if let node = value(fields, "podcast") {
                 if feedKind.isSubscribable {
                     podcastChannelTags(node, path: join(path, "podcast"), into: &spec)

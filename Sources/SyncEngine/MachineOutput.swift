@@ -20,6 +20,7 @@ public enum MachineOutput {
         var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
                                     outputDirectory: job.outputDirectory)
         context.artworkFigures = report?.artwork
+        context.enclosureFigures = report?.enclosures
         context.lint = (report?.exports ?? []).flatMap { file in file.lint.map { (file.path, $0) } }
         do {
             return PrettyJSON.render(try RunReportExport.document(context).0) + "\n"

@@ -38,6 +38,10 @@ public enum Reexport {
             context.imageSize = ArtworkMirrorSync.headerSizes(of: context.mirroredArtwork, spec: artwork,
                                                               outputDirectory: job.outputDirectory)
         }
+        // Nor asked: feeds publish by what the last run's enclosure checks learnt.
+        if job.checksEnclosures {
+            context.enclosureFacts = EnclosureCheckSync.loadMemo(outputDirectory: job.outputDirectory, logger: logger).facts
+        }
         let data = try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
         context.lint = data.flatMap { file in file.lint.map { (file.path, $0) } }
         let reports = try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)

@@ -48,6 +48,7 @@ extension RunReport {
         }
         lines += Self.exportLines(exports)
         if let artwork { lines.append(artwork.summary) }
+        if let enclosures { lines.append(enclosures.summary) }
         if let pruned { lines.append(Self.retentionLine(pruned)) }
         for warning in warnings { lines.append("warning: \(warning)") }
         for notice in notices { lines.append("note: \(notice)") }

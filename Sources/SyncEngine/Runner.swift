@@ -55,6 +55,8 @@ public struct RunReport: Sendable {
     public var pruned: PruneResult?
     /// What the artwork mirror did; nil when the job has none (or did not export).
     public var artwork: ArtworkMirrorFigures?
+    /// What the enclosure checks did; nil when no feed checks its enclosures (or no export ran).
+    public var enclosures: EnclosureCheckFigures?
     /// Sources and scopes the run's deadline left unfinished (the next run
     /// resumes this one there); empty when no deadline was hit.
     public var deadlineLeft: [String] = []
@@ -286,6 +288,7 @@ public struct Runner: Sendable {
         var lintNotices: [String] = []
         var lintLowered = false
         var artworkFigures: ArtworkMirrorFigures?
+        var reportedEnclosures: EnclosureCheckFigures?
         if writeExports, let stop = environment.stopAt?(.beforeExports) { throw stop }
         if writeExports {
             options.progress?(.exporting)
@@ -313,10 +316,28 @@ public struct Runner: Sendable {
                     exportError = error
                 }
             }
+            var enclosureFigures: EnclosureCheckFigures?
+            if job.checksEnclosures {
+                do {
+                    let checked = try await checkEnclosures(run: run, context: context)
+                    context.enclosureFacts = checked.facts
+                    enclosureFigures = checked.figures
+                } catch {
+                    // The feeds are still written, with what their sources said.
+                    exportError = exportError ?? error
+                }
+            }
             do {
                 exported += try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
             } catch {
                 exportError = exportError ?? error
+            }
+            if var figures = enclosureFigures {
+                figures.withheld = exported.reduce(0) { $0 + $1.enclosuresWithheld }
+                figures.lengthsLearned = exported.reduce(0) { $0 + $1.enclosureLengthsLearned }
+                figures.typesLearned = exported.reduce(0) { $0 + $1.enclosureTypesLearned }
+                context.enclosureFigures = figures
+                reportedEnclosures = figures
             }
             // What the feed lint found is part of the run's verdict: a broken
             // Apple requirement is a warning (exit 2), a missed recommendation a note.
@@ -380,6 +401,7 @@ public struct Runner: Sendable {
             runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
             sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: warnings, errors: errors,
             seconds: clock.now() - started, pruned: pruned, artwork: artworkFigures)
+        report.enclosures = reportedEnclosures
         report.notices = try store.schemaChanges(runID: run.id).map(\.description) + lintNotices
         return report
     }
