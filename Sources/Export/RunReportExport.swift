@@ -70,14 +70,19 @@ package enum RunReportExport {
                 .object(["added": .int(Int64(e.added)), "changed": .int(Int64(e.changed)),
                          "removed": .int(Int64(e.removed)), "records": .int(Int64(e.records))])
             }
-            return .object([
+            var source: [String: JSONValue] = [
                 "name": .string(c.source), "pages": .int(Int64(c.pages)), "requests": .int(Int64(c.requests)),
                 "added": .int(Int64(c.added)), "changed": .int(Int64(c.changed)), "unchanged": .int(Int64(c.unchanged)),
                 "removed": .int(Int64(c.removed)), "skippedRows": .int(Int64(c.skipped)),
                 "recordRowsWritten": .int(Int64(c.recordRowsWritten)), "seconds": .double(c.seconds),
                 "unchangedPages": .int(Int64(c.unchangedPages)), "driftRows": .int(Int64(c.drift)),
                 "entities": .object(entities),
-            ])
+            ]
+            // Feeds read past what XML cannot hold: where, and what was skipped.
+            if let recovered = context.recovered[c.source], !recovered.isEmpty {
+                source["recovered"] = .array(recovered.map(JSONValue.string))
+            }
+            return .object(source)
         }
         var document: JSONValue = .object([
             "schemaVersion": .int(Int64(schemaVersion)),

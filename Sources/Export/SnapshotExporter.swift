@@ -22,6 +22,10 @@ package struct ExportContext: Sendable {
     /// with `checkEnclosures` publish by it); and what they did tonight, for
     /// report.json (nil when no feed checks its enclosures).
     package var enclosureFacts: [String: EnclosureFact] = [:]
+    /// Per source, the scopes read in recovery mode tonight, each with its first
+    /// error (and the bytes passed over), for report.json; the run knows them,
+    /// the store keeps no copy (a report rebuilt by `storesync export` lacks them).
+    package var recovered: [String: [String]] = [:]
     package var enclosureFigures: EnclosureCheckFigures?
 
     /// The pixel size of an image URL when something knows it better than the

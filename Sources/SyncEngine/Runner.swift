@@ -300,6 +300,7 @@ public struct Runner: Sendable {
             context.keep = job.exportKeep
             context.protectedPaths = job.storeFiles
             context.artworkSize = job.artworkSize
+            context.recovered = Dictionary(phase.sources.map { ($0.name, $0.recovered) }, uniquingKeysWith: +)
             var exportError: StoreSyncError?
             // The mirror goes first: the feeds written next point at what it holds.
             if let artwork = job.artworkExport {

@@ -104,6 +104,11 @@ import TestSupport
         // The NUL before every item: all of them read, and the bytes passed over counted where the operator looks.
         #expect(first.summaryText.contains("1 byte XML cannot hold"), "\(first.summaryText)")
         #expect(episodes.recovered.allSatisfy { $0.contains("1 byte XML cannot hold") }, "\(episodes.recovered)")
+        // …and in the run report (`run --json`, report.json).
+        let document = try JSONParser.parse(Array(try MachineOutput.runReportJSON(job: job, runID: first.runID, report: first).utf8))
+        let reported = document["sources"]?.arrayValue?.first { $0["name"]?.stringValue == "episodes" }?["recovered"]?.arrayValue ?? []
+        #expect(reported.count == recoveredCount && reported.allSatisfy { $0.stringValue?.contains("1 byte XML cannot hold") == true },
+                "\(reported)")
 
         // Night 2: a moved feed is fetched from its new address, where it is
         // complete (night 1's announcing copy could not remove anything).

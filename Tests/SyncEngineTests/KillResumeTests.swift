@@ -537,7 +537,10 @@ enum StoreInspector {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         return try open(path).read { db in
             guard try db.tableExists("runs") else { return nil }
-            return try Row.fetchOne(db, sql: "SELECT id, status, attempts, exported FROM runs ORDER BY id DESC LIMIT 1")
+            // A kill between two of a new store's migrations leaves `runs` without its
+            // later columns; the next run adds `exported` with 1, the value read here.
+            let exported = try db.columns(in: "runs").contains { $0.name == "exported" } ? "exported" : "1 AS exported"
+            return try Row.fetchOne(db, sql: "SELECT id, status, attempts, \(exported) FROM runs ORDER BY id DESC LIMIT 1")
                 .map { RunMark(id: $0["id"], status: $0["status"], attempts: $0["attempts"], exported: $0["exported"]) }
         }
     }
