@@ -105,6 +105,19 @@ import TestSupport
         #expect(result.stdout == StoreSyncVersion.current + "\n", "\(result)")
         #expect(StoreSyncVersion.current.split(separator: ".").count == 3)
         #expect(HTTPSettings().userAgent.hasPrefix("storesync/\(StoreSyncVersion.current) "))
+        // The image the deployment runs is this version (issue 29): the tag it names, wherever it names one.
+        let kustomization = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("deploy/kubernetes/kustomization.yaml"), encoding: .utf8)
+        let imageBlock = try #require(kustomization.components(separatedBy: "- name: registry.example.com/storesync\n").dropFirst().first)
+        #expect(imageBlock.split(separator: "\n").first?.contains("newTag: \"\(StoreSyncVersion.current)\"") == true, "\(imageBlock.prefix(60))")
+        let deployREADME = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("deploy/README.md"), encoding: .utf8)
+        for tag in deployREADME.components(separatedBy: "registry.example.com/storesync:").dropFirst() {
+            #expect(tag.hasPrefix(StoreSyncVersion.current + " ") || tag.hasPrefix(StoreSyncVersion.current + "\n"), "\(tag.prefix(20))")
+        }
+        // What exists is not announced as planned.
+        for manifest in ["workers.yaml", "nightly.yml", "cronjob.yaml"] {
+            let text = (try? String(contentsOf: TestPaths.repoRoot.appendingPathComponent("deploy/kubernetes/\(manifest)"), encoding: .utf8)) ?? ""
+            #expect(!text.contains("PLANNED"), "deploy/kubernetes/\(manifest) still says PLANNED")
+        }
     }
 
     @Test(.timeLimit(.minutes(2)))
