@@ -66,6 +66,9 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
         public static let invalidJob = Code("invalid-job")
         /// A page could not be fetched after retries.
         public static let fetchFailed = Code("fetch-failed")
+        /// The server did not answer within `http.timeoutSeconds`, at every attempt
+        /// (a slow or stalled server, where `fetch-failed` is one that answered badly).
+        public static let timeout = Code("timeout")
         /// The server says the resource does not exist (HTTP 404 or 410).
         public static let gone = Code("gone")
         /// A page arrived but could not be understood.
@@ -168,6 +171,14 @@ extension StoreSyncError {
                                    place: .file(path: file), remedy: "Fix the file and check it with `storesync validate \(file)`")
         error.issues = issues
         return error
+    }
+
+    /// No answer came within the timeout, at the last of `attempts` tries.
+    public static func timedOut(url: String, seconds: Double, attempts: Int) -> StoreSyncError {
+        StoreSyncError(.timeout, "could not fetch: no answer within \(CanonicalJSON.numberText(seconds)) s (gave up after \(attempts) attempt\(attempts == 1 ? "" : "s"))",
+                       place: .url(url),
+                       remedy: "The scope is marked incomplete, so nothing is removed; the next run fetches it again. "
+                           + "A server this slow every night needs a longer http.timeoutSeconds or a lower rate")
     }
 
     /// A page could not be fetched (after the retries the job allows).

@@ -264,6 +264,9 @@ package final class Fetcher: Sendable {
                 guard attempt < settings.maxAttempts else {
                     state.withLock { $0.stats.failures += 1 }
                     if throttled { return .failure(.throttled(url: url.absoluteString, host: host, retryAfterSeconds: retryAfter)) }
+                    if case .failure(.timedOut(let seconds)) = outcome {
+                        return .failure(.timedOut(url: url.absoluteString, seconds: seconds, attempts: attempt))
+                    }
                     return .failure(.fetchFailed(
                         url: url.absoluteString, reason: "\(reason) (gave up after \(attempt) attempts)"))
                 }
