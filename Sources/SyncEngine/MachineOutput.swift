@@ -34,6 +34,21 @@ public enum MachineOutput {
 
     /// `storesync status --json`: the runs and scopes `status` shows. Run
     /// members are named as in the run report.
+    /// `run --json` for a run that never started or stopped before it had a
+    /// report (the lock held, an invalid job, a lost store): the report's own
+    /// top-level shape, with no run, the outcome as `status` (the error's
+    /// code: `locked`, `invalid-job`, `store-lost`…), the process's exit code
+    /// and the error, so a script reading stdout is never left with nothing.
+    public static func refusedRunJSON(jobName: String?, error: StoreSyncError, exitCode: Int32) -> String {
+        let document: JSONValue = .object([
+            "schemaVersion": .int(Int64(RunReportExport.schemaVersion)),
+            "job": jobName.map(JSONValue.string) ?? .null, "run": .null, "night": .null,
+            "status": .string(error.code.name), "exitCode": .int(Int64(exitCode)),
+            "sources": .array([]), "warnings": .array([]), "errors": .array([RunProblem(error).json]),
+        ])
+        return PrettyJSON.render(document) + "\n"
+    }
+
     public static func statusJSON(_ status: JobStatus) -> String {
         let runs: [JSONValue] = status.runs.map { run in
             let counts = status.counts[run.id] ?? []

@@ -172,9 +172,17 @@ struct Run: AsyncParsableCommand {
             if let reason = report.interrupted { throw ExitCode(GracefulStop.exitCode(forReason: reason)) }
             if report.outcome != .ok { throw ExitCode(report.outcome.exitCode) }
         } catch let error as StoreSyncError {
+            let status = exitStatus(for: error).rawValue
+            // Refused before any report (the lock, the job, the store): stdout still says so.
+            if json { print(MachineOutput.refusedRunJSON(jobName: jobName, error: error, exitCode: status), terminator: "") }
             printError(error.description)
-            throw ExitCode(exitStatus(for: error).rawValue)
+            throw ExitCode(status)
         }
+    }
+
+    /// The job's name as its file gives it, for an account of a run that never started.
+    private var jobName: String? {
+        (try? Wiring.load(job, sets: overrides.sets))?.name
     }
 }
 

@@ -1,5 +1,6 @@
 import Catalog
 import Foundation
+import Snapshot
 import Testing
 import TestSupport
 
@@ -94,6 +95,31 @@ import TestSupport
         #expect(failed.termination == .exited(1), "\(failed)")
         let failedEntries = expectJSONLines(failed.stderr, "a failed -q night")
         #expect(failedEntries.contains { $0["message"]?.stringValue?.contains("simulated night 1: failed") == true }, "\(failed.stderr)")
+    }
+
+    /// `run --json` refused before any report (issue 29 finding 2): stdout
+    /// still holds one JSON account, with the outcome and the exit code.
+    @Test(.timeLimit(.minutes(1)))
+    func aRefusedJSONRunStillPrintsItsAccount() async throws {
+        let job = try KillTestJob(label: "cli-json-locked", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        let lock = try RunLock(storePath: job.storePath)
+        let locked = try await cli(job, ["run", job.jobPath, "--json", "--no-progress"])
+        withExtendedLifetime(lock) {}
+        #expect(locked.termination == .exited(3), "\(locked)")
+        let account = try #require(try JSONParser.parse(Array(locked.stdout.utf8)).objectValue, "\(locked.stdout)")
+        #expect(account["status"] == .string("locked") && account["exitCode"] == .int(3), "\(account)")
+        #expect(account["job"] == .string("clitest") && account["run"] == .null)
+        #expect(account["errors"]?.arrayValue?.first?["code"] == .string("locked"), "\(account)")
+        #expect(locked.stderr.contains("another run is using"), "the reason still goes to stderr: \(locked)")
+
+        // An invalid job: exit 64, and the account says why.
+        try "name: clitest\nstore: s.sqlite\noutput: out\nsources: [{name: m, kind: marketplac}]\n"
+            .write(toFile: job.jobPath, atomically: true, encoding: .utf8)
+        let invalid = try await cli(job, ["run", job.jobPath, "--json"])
+        #expect(invalid.termination == .exited(64), "\(invalid)")
+        let why = try #require(try JSONParser.parse(Array(invalid.stdout.utf8)).objectValue, "\(invalid.stdout)")
+        #expect(why["status"] == .string("invalid-job") && why["exitCode"] == .int(64), "\(why)")
     }
 
     @Test(.timeLimit(.minutes(1)))
