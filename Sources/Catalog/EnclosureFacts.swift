@@ -23,6 +23,9 @@ public struct EnclosureFact: Sendable, Equatable, Codable {
     public var ranges: Bool?
     /// The run that asked.
     public var checkedRun: Int64
+    /// The server's validators, so the next check is conditional (a 304 keeps the fact).
+    public var etag: String?
+    public var lastModified: String?
 
     public init(state: State, length: Int64? = nil, type: String? = nil, ranges: Bool? = nil, checkedRun: Int64) {
         self.state = state
@@ -51,8 +54,9 @@ public struct EnclosureCheckFigures: Sendable, Equatable {
     public var remembered = 0
     /// Asked tonight (each one HEAD, or a one-byte range GET where HEAD is refused).
     public var checked = 0
-    /// HTTP requests sent (retries included).
+    /// HTTP requests sent (retries included), and how many a conditional check's 304 answered.
     public var requests = 0
+    public var notModified = 0
     /// Files found gone (404/410), and the items withheld for it.
     public var gone = 0
     public var withheld = 0
@@ -68,7 +72,7 @@ public struct EnclosureCheckFigures: Sendable, Equatable {
 
     /// One line for the run summary.
     public var summary: String {
-        "enclosures: \(wanted) published media files, \(checked) checked tonight (\(remembered) remembered), requests \(requests); "
+        "enclosures: \(wanted) published media files, \(checked) checked tonight (\(remembered) remembered), requests \(requests) (\(notModified) answered 304); "
             + "\(gone) gone (\(withheld) item\(withheld == 1 ? "" : "s") withheld), \(rangesRefused) without byte ranges, "
             + "\(unknown) unanswered; \(lengthsLearned) lengths and \(typesLearned) types learnt"
     }

@@ -115,6 +115,7 @@ package enum RunReportExport {
             fields["enclosures"] = .object([
                 "wanted": .int(Int64(enclosures.wanted)), "remembered": .int(Int64(enclosures.remembered)),
                 "checked": .int(Int64(enclosures.checked)), "requests": .int(Int64(enclosures.requests)),
+                "notModified": .int(Int64(enclosures.notModified)),
                 "gone": .int(Int64(enclosures.gone)), "withheld": .int(Int64(enclosures.withheld)),
                 "rangesRefused": .int(Int64(enclosures.rangesRefused)), "unknown": .int(Int64(enclosures.unknown)),
                 "lengthsLearned": .int(Int64(enclosures.lengthsLearned)), "typesLearned": .int(Int64(enclosures.typesLearned)),

@@ -3,7 +3,8 @@
 /// served as media servers serve them, so an enclosure check has something
 /// real to ask: HEAD with `Content-Length` and `Accept-Ranges`, one-byte
 /// range requests answered 206 with `Content-Range`. Each file's size and
-/// manners are fixed by a hash of its path, like the real world's mix:
+/// manners are fixed by a hash of its path, like the real world's mix (HEAD
+/// carries an `ETag` and answers `If-None-Match` with 304):
 /// - 4 in 100 are gone (404);
 /// - 10 in 100 refuse HEAD (405) but answer ranges;
 /// - 10 in 100 ignore `Range` (a whole, small file, 200, no `Accept-Ranges`);
@@ -42,18 +43,23 @@ enum MediaFiles {
     }
 
     /// The answer to `method` on `path` with the request's `Range`, if any.
-    static func respond(path: String, head: Bool, range: String?) -> SimResponse {
+    /// A file's strong validator: it never changes.
+    static func etag(path: String) -> String { "\"m\(String(hash(path), radix: 16))\"" }
+
+    static func respond(path: String, head: Bool, range: String?, ifNoneMatch: String? = nil) -> SimResponse {
         let manner = manner(path: path)
         if manner == .gone { return SimResponse(status: 404, contentType: "text/plain", body: Array("Not Found".utf8)) }
         let size = size(path: path)
         let type = contentType(path: path)
+        let etag = etag(path: path)
         if head {
             if manner == .refusesHead {
                 return SimResponse(status: 405, contentType: "text/plain", body: Array("Method Not Allowed".utf8))
             }
+            if ifNoneMatch == etag { return SimResponse(status: 304, etag: etag, body: []) }
             var headers = [("Content-Length", String(size))]
             if manner != .ignoresRanges { headers.append(("Accept-Ranges", "bytes")) }
-            return SimResponse(status: 200, contentType: type, headers: headers, body: [])
+            return SimResponse(status: 200, contentType: type, etag: etag, headers: headers, body: [])
         }
         if manner != .ignoresRanges, let range, let (first, last) = byteRange(range, size: size) {
             return SimResponse(status: 206, contentType: type,

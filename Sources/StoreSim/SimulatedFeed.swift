@@ -182,7 +182,8 @@ enum SimulatedFeed {
 /// podcast carries which is fixed by its index, as is the namespace URI
 /// (the current one, or the older GitHub one podcastparser 0.6 knows). One
 /// podcast in seven writes some of them malformed: a transcript without its
-/// type, a soundbite without a duration, a person without a name.
+/// type, a soundbite without a duration, a person without a name, an
+/// alternate enclosure without a source, chapters without their type.
 struct PodcastingTags {
     let items: Bool
     let channel: Bool
@@ -217,6 +218,26 @@ struct PodcastingTags {
         xml.element("podcast:person", [("role", "host"), ("href", "\(link)/host")], text: "Host of \(id)")
         xml.raw("\n\t")
         xml.element("podcast:license", [("url", "https://creativecommons.org/licenses/by/4.0/")], text: "cc-by-4.0")
+        xml.raw("\n\t")
+        xml.element("podcast:guid", text: Self.uuid(id))
+        xml.raw("\n\t")
+        xml.element("podcast:txt", [("purpose", "verify")], text: "storesim-\(id)")
+        xml.raw("\n\t")
+        xml.element("podcast:location", [("geo", "geo:52.52,13.405"), ("osm", "R62422")], text: "Berlin")
+        xml.raw("\n\t")
+        xml.element("podcast:trailer", [("pubdate", "Mon, 01 Jan 2024 08:00:00 GMT"), ("url", "\(link)/trailer.mp3"),
+                                         ("length", "1234567"), ("type", "audio/mpeg")], text: "Meet the show")
+        xml.raw("\n\t<podcast:podroll>\n\t\t")
+        xml.element("podcast:remoteItem", [("feedGuid", Self.uuid(id + 1)), ("feedUrl", "http://feeds.storesim.test/feeds/\(id + 1).xml")])
+        xml.raw("\n\t</podcast:podroll>")
+    }
+
+    /// A UUID shaped like the namespace's `podcast:guid`, fixed by `seed`.
+    static func uuid(_ seed: Int) -> String {
+        let bits = StableRandom.mix(UInt64(truncatingIfNeeded: seed))
+        let hex = String(bits, radix: 16).leftPadded(to: 16) + String(StableRandom.mix(bits), radix: 16).leftPadded(to: 16)
+        let h = Array(hex)
+        return "\(String(h[0..<8]))-\(String(h[8..<12]))-5\(String(h[13..<16]))-a\(String(h[17..<20]))-\(String(h[20..<32]))"
     }
 
     func writeItem(_ xml: inout XMLOut, episodeLink: String, number: Int, host: String) {
@@ -232,6 +253,21 @@ struct PodcastingTags {
             xml.element("podcast:person", [("role", "host")], text: host)
             xml.raw("\n\t\t")
             xml.element("podcast:soundbite", [("startTime", "\(60 + number)"), ("duration", "30.0")], text: "Highlight \(number)")
+            xml.raw("\n\t\t")
+            xml.element("podcast:season", [("name", "Year \(1 + number / 50)")], text: String(1 + number / 50))
+            xml.raw("\n\t\t")
+            xml.element("podcast:episode", [("display", "No. \(number)")], text: String(number))
+            xml.raw("\n\t\t")
+            xml.open("podcast:alternateEnclosure", [("type", "audio/opus"), ("length", String(1_000_000 + number)), ("bitrate", "64000"),
+                                                    ("title", "Opus")])
+            xml.raw("\n\t\t\t")
+            xml.element("podcast:source", [("uri", "\(episodeLink)/audio.opus")])
+            xml.raw("\n\t\t")
+            xml.close("podcast:alternateEnclosure")
+            xml.raw("\n\t\t")
+            xml.element("podcast:location", [("geo", "geo:48.85,2.35")], text: "Paris")
+            xml.raw("\n\t\t")
+            xml.element("podcast:txt", [("purpose", "note")], text: "Recorded live")
         }
         if malformed {
             xml.raw("\n\t\t")
@@ -240,6 +276,16 @@ struct PodcastingTags {
             xml.element("podcast:soundbite", [("startTime", "12")], text: "no duration")
             xml.raw("\n\t\t")
             xml.element("podcast:person", [("role", "guest")], text: " ")
+            xml.raw("\n\t\t")
+            xml.element("podcast:alternateEnclosure", [("type", "audio/flac"), ("title", "Lossless")])
+            xml.raw("\n\t\t")
+            xml.element("podcast:chapters", [("url", "\(episodeLink)/chapters.json")])
         }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? String(suffix(width)) : String(repeating: "0", count: width - count) + self
     }
 }

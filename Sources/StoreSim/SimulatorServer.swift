@@ -208,7 +208,8 @@ struct SimResponder: HTTPResponder {
         }
         var simulated = decision.replacement
             ?? (MediaFiles.isMediaPath(path)
-                ? MediaFiles.respond(path: path, head: request.method == .head, range: request.headers[.range])
+                ? MediaFiles.respond(path: path, head: request.method == .head, range: request.headers[.range],
+                                     ifNoneMatch: request.headers[.ifNoneMatch])
                 : Endpoints.respond(world: state.world, night: night, path: path, query: query,
                                     conditions: Conditions(ifNoneMatch: request.headers[.ifNoneMatch],
                                                            ifModifiedSince: request.headers[.ifModifiedSince]),

@@ -40,14 +40,15 @@ struct EnclosureCheckSync: Sendable {
         figures.wanted = urls.count
         let due = urls.filter { !(memo.facts[$0]?.isCurrent(inRun: runID) ?? false) }
         figures.remembered = urls.count - due.count
-        let before = fetcher.stats.requests
+        let before = fetcher.stats
         await withTaskGroup(of: (String, EnclosureFact).self) { group in
             var next = 0
             func launch() {
                 guard next < due.count else { return }
                 let url = due[next]
                 next += 1
-                group.addTask { (url, await check(url, runID: runID)) }
+                let known = memo.facts[url]
+                group.addTask { (url, await check(url, runID: runID, known: known)) }
             }
             for _ in 0..<max(1, concurrency) { launch() }
             while let (url, fact) = await group.next() {
@@ -56,7 +57,8 @@ struct EnclosureCheckSync: Sendable {
             }
         }
         figures.checked = due.count
-        figures.requests = fetcher.stats.requests - before
+        figures.requests = fetcher.stats.requests - before.requests
+        figures.notModified = fetcher.stats.notModified - before.notModified
         var facts: [String: EnclosureFact] = [:]
         for url in urls {
             guard let fact = memo.facts[url] else { continue }
@@ -72,12 +74,23 @@ struct EnclosureCheckSync: Sendable {
         return (facts, figures)
     }
 
-    /// One file: HEAD, then a one-byte range GET where HEAD gave no size.
-    func check(_ url: String, runID: Int64) async -> EnclosureFact {
+    /// One file: HEAD (conditional when an earlier night's answer had
+    /// validators: a 304 keeps it), then a one-byte range GET where HEAD gave
+    /// no size or said nothing of ranges.
+    func check(_ url: String, runID: Int64, known: EnclosureFact? = nil) async -> EnclosureFact {
         guard let address = URL(string: url) else { return EnclosureFact(state: .unknown, checkedRun: runID) }
         var fact = EnclosureFact(state: .unknown, checkedRun: runID)
+        var conditions: [String: String] = [:]
+        if let known, known.state == .ok {
+            if let etag = known.etag { conditions["If-None-Match"] = etag }
+            if let lastModified = known.lastModified { conditions["If-Modified-Since"] = lastModified }
+        }
         do {
-            let response = try await fetcher.head(address)
+            let response = try await fetcher.head(address, headers: conditions)
+            if response.status == 304, var unchanged = known {
+                unchanged.checkedRun = runID
+                return unchanged
+            }
             fact = Self.fact(fromHead: response, runID: runID)
             // Apple asks for byte ranges too: a HEAD that names its size and ranges says all.
             if fact.length != nil, fact.ranges == true { return fact }
@@ -89,9 +102,12 @@ struct EnclosureCheckSync: Sendable {
         do {
             let response = try await fetcher.get(address, headers: ["Range": "bytes=0-0"], bypassCache: true)
             let ranged = Self.fact(fromRange: response, runID: runID)
-            // What HEAD told (a type, Accept-Ranges) stands where the range answer is silent.
-            return EnclosureFact(state: ranged.state, length: ranged.length ?? fact.length, type: ranged.type ?? fact.type,
-                                 ranges: ranged.ranges ?? fact.ranges, checkedRun: runID)
+            // What HEAD told (a type, Accept-Ranges, validators) stands where the range answer is silent.
+            var merged = EnclosureFact(state: ranged.state, length: ranged.length ?? fact.length, type: ranged.type ?? fact.type,
+                                       ranges: ranged.ranges ?? fact.ranges, checkedRun: runID)
+            merged.etag = response.header("etag") ?? fact.etag
+            merged.lastModified = response.header("last-modified") ?? fact.lastModified
+            return merged
         } catch {
             if error.code == .gone { return EnclosureFact(state: .gone, checkedRun: runID) }
             logger.info("enclosure check: \(url) did not answer (\(error.message)); asked again next night")
@@ -102,8 +118,11 @@ struct EnclosureCheckSync: Sendable {
     static func fact(fromHead response: HTTPResponse, runID: Int64) -> EnclosureFact {
         let length = response.header("content-length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 > 0 ? $0 : nil }
         let ranges = response.header("accept-ranges").map { $0.lowercased().contains("bytes") }
-        return EnclosureFact(state: .ok, length: length, type: mediaType(response), ranges: ranges == true ? true : nil,
-                             checkedRun: runID)
+        var fact = EnclosureFact(state: .ok, length: length, type: mediaType(response), ranges: ranges == true ? true : nil,
+                                 checkedRun: runID)
+        fact.etag = response.header("etag")
+        fact.lastModified = response.header("last-modified")
+        return fact
     }
 
     /// A 206 says ranges work and gives the total in `Content-Range: bytes 0-0/TOTAL`;

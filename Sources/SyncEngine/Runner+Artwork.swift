@@ -107,15 +107,17 @@ extension Runner {
         let fetcher = Fetcher(transport: session.transport, settings: settings, clock: clock, logger: logger)
         let checks = EnclosureCheckSync(outputDirectory: job.outputDirectory, fetcher: fetcher, concurrency: job.http.concurrency, logger: logger)
         var result: Result<(facts: [String: EnclosureFact], figures: EnclosureCheckFigures), StoreSyncError> = .success(([:], .init()))
-        var checked = 0, requests = 0
+        var checked = 0, requests = 0, notModified = 0
         do {
             for _ in 0..<5 {
                 let round = try await checks.run(urls: urls, runID: run.id)
                 checked += round.figures.checked
                 requests += round.figures.requests
+                notModified += round.figures.notModified
                 var figures = round.figures
                 figures.checked = checked
                 figures.requests = requests
+                figures.notModified = notModified
                 figures.remembered = max(0, figures.wanted - checked)
                 result = .success((round.facts, figures))
                 guard round.figures.gone > 0 else { break }

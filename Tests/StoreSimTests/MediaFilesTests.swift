@@ -31,6 +31,8 @@ import Testing
                 #expect(head.headers.contains { $0.0 == "Content-Length" && $0.1 == String(size) }, "\(path)")
                 #expect(head.headers.contains { $0.0 == "Accept-Ranges" && $0.1 == "bytes" }, "\(path)")
                 #expect(range.status == 206 && range.headers.contains { $0.0 == "Content-Range" && $0.1 == "bytes 0-0/\(size)" }, "\(path)")
+                let again = MediaFiles.respond(path: path, head: true, range: nil, ifNoneMatch: head.etag)
+                #expect(head.etag != nil && again.status == 304, "\(path): a conditional HEAD with its ETag")
             }
         }
         #expect(seen.count == 4, "\(seen)")

@@ -71,6 +71,22 @@ import TestSupport
         let again = try #require(second.enclosures)
         #expect(again.remembered + again.checked == again.wanted && again.checked < figures.checked / 4, "\(again)")
         #expect(again.requests <= again.checked * 2, "\(again)")
+
+        // Once a fact is old, the check asks again, conditionally: the files did not change, so 304s.
+        let memoURL = URL(fileURLWithPath: job.outputDirectory).appendingPathComponent(".storesync-enclosures.json")
+        var memo = try #require(try JSONParser.parse(Array(try Data(contentsOf: memoURL))).objectValue)
+        guard case .object(var facts)? = memo["facts"] else { Issue.record("no facts in \(memo)"); return }
+        for (url, fact) in facts {
+            guard case .object(var members) = fact else { continue }
+            members["checkedRun"] = .int(-100)
+            facts[url] = .object(members)
+        }
+        memo["facts"] = .object(facts)
+        try Data(CanonicalJSON.encode(.object(memo))).write(to: memoURL)
+        let third = try await Runner(job: job, logger: .quiet).run(RunOptions(night: 2))
+        let rechecked = try #require(third.enclosures)
+        #expect(rechecked.checked == rechecked.wanted && rechecked.notModified > rechecked.checked / 2, "\(rechecked)")
+        #expect(rechecked.lengthsLearned == 40 && rechecked.withheld == gone, "\(rechecked)")
     }
 
     @Test func withoutChecksTheSameFeedBreaksApplesLengthRequirement() async throws {
