@@ -144,22 +144,35 @@ extension SettingsReader {
         var sources: [SourceSpec] = []
         if let node = value(top, "sources") {
             if let sequence = node.sequence, !sequence.isEmpty {
+                // Each valid source with its place in the file: a source that did not
+                // read (a misspelt kind) must not shift the places of those after it.
+                var parsed: [(index: Int, source: SourceSpec)] = []
+                var declared: [String] = []
                 for (n, element) in sequence.enumerated() {
-                    if let source = sourceSpec(element, path: "sources[\(n)]", registry: rules.registry) { sources.append(source) }
+                    if let source = sourceSpec(element, path: "sources[\(n)]", registry: rules.registry) { parsed.append((n, source)) }
+                    if case .mapping(let pairs) = element.value,
+                       let name = pairs.first(where: { $0.key.scalar?.text == "name" })?.value.scalar?.text {
+                        declared.append(name)
+                    } else {
+                        declared.append("")
+                    }
                 }
                 var names = Set<String>()
-                for (n, source) in sources.enumerated() {
+                for (n, source) in parsed {
                     if !names.insert(source.name).inserted {
                         issue(sequence[n], "sources[\(n)].name", "duplicate source name '\(source.name)': names must be unique")
                     }
                     // Sources run in the file's order, so what a source starts from must come first.
                     if let upstream = source.settings.upstream, !names.contains(upstream) || upstream == source.name {
-                        let earlier = sources[..<n].map(\.name)
+                        // An earlier source of that name that did not read has its own problem above.
+                        if upstream != source.name, declared[..<n].contains(upstream) { continue }
+                        let earlier = parsed.filter { $0.index < n }.map(\.source.name)
                         issue(sequence[n], "sources[\(n)]",
                               "'\(upstream)' must name an earlier source of this job"
                               + (earlier.isEmpty ? " (there is none)" : "; earlier sources: \(earlier.joined(separator: ", "))"))
                     }
                 }
+                sources = parsed.map(\.source)
             } else {
                 issue(node, "sources", "expected a non-empty list of sources")
             }

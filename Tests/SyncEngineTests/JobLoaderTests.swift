@@ -302,3 +302,46 @@ import TestSupport
         #expect(job.sources.count == 40)
     }
 }
+
+/// A misspelt `kind:` (issue 29 finding 9): its error names that source and
+/// line, and no later source's error moves to its place.
+@Suite struct MisspeltKindTests {
+    func issues(_ yaml: String) -> [JobFileIssue] { JobLoaderTests().issues(yaml) }
+
+    @Test func aMisspeltKindIsOneErrorAtItsOwnLine() {
+        let found = issues("""
+            name: k
+            store: s.sqlite
+            output: out
+            sources:
+              - name: podcasts
+                kind: itunes-serch
+                terms: [news]
+              - name: episodes
+                kind: podcast-feed
+                from: podcasts
+            """)
+        #expect(found.map(\.keyPath) == ["sources[0].kind"], "\(found)")
+        #expect(found.first?.line == 6)
+    }
+
+    @Test func aLaterSourcesErrorKeepsItsOwnPlace() {
+        let found = issues("""
+            name: k
+            store: s.sqlite
+            output: out
+            sources:
+              - name: podcasts
+                kind: itunes-search
+                terms: [news]
+              - name: market
+                kind: marketplce
+              - name: episodes
+                kind: podcast-feed
+                from: podcats
+            """)
+        #expect(found.map(\.keyPath) == ["sources[1].kind", "sources[2]"], "\(found)")
+        #expect(found.last?.line == 10, "\(found)")
+        #expect(found.last?.message.contains("'podcats' must name an earlier source") == true, "\(found)")
+    }
+}
