@@ -40,8 +40,9 @@ enum FeedExport {
         var files: [ExportedFile] = []
         let original = hiResImage(spec, context: context)
         let spec = mirroringArtwork(original, context: context)
-        let all = try groups(original, grouping: grouping, context: context, keepAll: spec.archive, directory: directory,
+        var all = try groups(original, grouping: grouping, context: context, keepAll: spec.archive, directory: directory,
                              logWithheld: true)
+        all += try keptAliveGroups(original, template: template, grouping: grouping, present: all, context: context)
         let names = distinctNames(all.map(\.values), template: template, logger: context.logger)
         for (plain, distinct) in zip(all, names) {
             let group = mirroringArtwork(plain, context: context)
@@ -214,6 +215,37 @@ enum FeedExport {
             context.logger?.notice("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(withheldTags.count) podcast: tag\(withheldTags.count == 1 ? "" : "s") withheld, breaking the namespace's rules (the stored records keep them): \(withheldTags.prefix(3).joined(separator: "; "))\(withheldTags.count > 3 ? "; …" : "")")
         }
         return groups
+    }
+
+    /// A `podcasts-new` file per genre lists the genre's new podcasts; when
+    /// none is new any more, the genre's file is still what subscribers
+    /// follow: it stays, written with no items, while any podcast of the
+    /// genre is left (it goes only when the genre has none; README). Only a
+    /// file written before is kept alive, so nothing appears empty.
+    static func keptAliveGroups(_ spec: FeedExportSpec, template: String, grouping: Set<String>, present: [Group],
+                                context: ExportContext) throws -> [Group] {
+        guard spec.kind == .podcastsNew, grouping == ["genre"] else { return [] }
+        let listed = StaleFiles.listed(template: template, outputDirectory: context.outputDirectory)
+        guard !listed.isEmpty else { return [] }
+        let root = URL(fileURLWithPath: context.outputDirectory).standardizedFileURL.path
+        func path(_ genre: String) -> String? {
+            var values = context.templateValues
+            values["genre"] = genre
+            return (try? PathTemplate.resolve(template, values: values, inside: context.outputDirectory))
+                .map { SnapshotExporter.relativePath($0.path, in: root) }
+        }
+        let written = Set(present.compactMap { $0.values["genre"].flatMap(path) })
+        guard !listed.subtracting(written).isEmpty else { return [] }
+        // Only now, on the night a genre's last new podcast went: the genres every podcast is filed under.
+        var genres = Set<String>()
+        try forEachCandidate(.podcastsUpdated, limit: nil, context: context) { candidate in
+            genres.insert(genre(of: candidate.fields))
+            return true
+        }
+        return genres.sorted().compactMap { genre in
+            guard let file = path(genre), listed.contains(file), !written.contains(file) else { return nil }
+            return Group(values: ["genre": genre], items: [])
+        }
     }
 
     /// The genre a record is filed under: its primary genre, else the first

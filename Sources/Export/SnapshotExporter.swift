@@ -230,6 +230,13 @@ package enum SnapshotExporter {
 enum StaleFiles {
     static let manifestName = ".storesync-exports.json"
 
+    /// The files of `template` the last sweep recorded as written (paths relative to the output folder).
+    static func listed(template: String, outputDirectory: String) -> Set<String> {
+        let manifestURL = URL(fileURLWithPath: outputDirectory).standardizedFileURL.appendingPathComponent(manifestName)
+        guard let data = try? Data(contentsOf: manifestURL), let object = (try? JSONParser.parse(Array(data)))?.objectValue else { return [] }
+        return Set(object[template]?.arrayValue?.compactMap(\.stringValue) ?? [])
+    }
+
     /// Removes the stale files and records the new lists; returns the removed paths.
     @discardableResult
     static func sweep(_ specs: [ExportSpec], written: [ExportedFile], outputDirectory: String, kept: Set<String> = [],

@@ -1,5 +1,6 @@
 import Catalog
 import Foundation
+import GRDB
 import Snapshot
 import SyncEngine
 import Testing
@@ -273,5 +274,33 @@ import TestSupport
         let lint = reportJSON["feedLint"]?.arrayValue ?? []
         let podcastFindings = lint.filter { $0["rule"]?.stringValue?.hasPrefix("podcast-") == true }
         #expect(podcastFindings.isEmpty, "\(podcastFindings)")
+    }
+}
+
+/// `feeds/genres/{genre}.xml` (issue 29 finding 5): a genre's file stays
+/// while any podcast of the genre is left, though none of them is new any
+/// more; subscribers never get a 404 for a genre that still exists.
+@Suite(.serialized) struct GenreFeedLifetimeTests {
+    @Test func aGenresFileStaysWhileAPodcastOfItIsLeft() async throws {
+        let soak = SoakTests()
+        defer { try? FileManager.default.removeItem(at: soak.directory) }
+        let job = try soak.demoJob(podcasts: 700, products: 40, maxFeeds: 2)
+        let runner = Runner(job: job, logger: .quiet)
+        let output = URL(fileURLWithPath: job.outputDirectory)
+        let folder = output.appendingPathComponent("feeds/genres")
+        var before = Set<String>()
+        var vanishedWhileAlive: [String] = []
+        for night in 1...5 {
+            let report = try await runner.run(RunOptions(night: night))
+            #expect(report.outcome == .ok, "night \(night): \(report.summaryText)")
+            let now = Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".xml") }
+            let database = try DatabaseQueue(path: output.appendingPathComponent("demo.sqlite").path)
+            let genres = try await database.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT genre FROM podcasts WHERE genre IS NOT NULL") }
+            let alive = Set(genres.map { PathTemplate.expand("{genre}.xml", ["genre": $0]) })
+            vanishedWhileAlive += before.subtracting(now).filter(alive.contains).map { "night \(night): \($0)" }
+            before = now
+        }
+        #expect(!before.isEmpty)
+        #expect(vanishedWhileAlive.isEmpty, "\(vanishedWhileAlive)")
     }
 }
