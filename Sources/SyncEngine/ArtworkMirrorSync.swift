@@ -313,14 +313,8 @@ package struct ArtworkMirrorSync: Sendable {
     // MARK: The manifest and the folder
 
     func loadManifest() throws(StoreSyncError) -> ArtworkManifest {
-        guard let data = FileManager.default.contents(atPath: manifestURL.path) else { return ArtworkManifest() }
-        do {
-            return try JSONDecoder().decode(ArtworkManifest.self, from: data)
-        } catch {
-            // Written atomically, so this is a hand edit or another program: starting over costs downloads, not correctness.
-            logger.warning("artwork: \(manifestURL.path) is not readable (\(error)); the mirror starts over")
-            return ArtworkManifest()
-        }
+        BookkeepingFile.load(manifestURL, empty: ArtworkManifest(), what: "artwork", consequence: "the mirror starts over",
+                             logger: logger)
     }
 
     /// Makes the manifest and the folder agree after whatever ended the last
@@ -351,12 +345,7 @@ package struct ArtworkMirrorSync: Sendable {
     }
 
     func write(_ manifest: ArtworkManifest) throws(StoreSyncError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        do {
-            try AtomicFile.write(Array(try encoder.encode(manifest)) + [0x0A], to: manifestURL)
-        } catch {
-            throw .exportFailed(path: manifestURL.path, reason: "the artwork manifest could not be written: \(error)")
-        }
+        try BookkeepingFile.save(manifest, to: manifestURL, what: "the artwork manifest",
+                                 formatting: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
     }
 }

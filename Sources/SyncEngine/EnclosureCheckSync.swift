@@ -145,24 +145,11 @@ struct EnclosureCheckSync: Sendable {
     }
 
     static func loadMemo(outputDirectory: String, logger: Logger) -> EnclosureMemo {
-        let memoURL = memoURL(outputDirectory)
-        guard let data = FileManager.default.contents(atPath: memoURL.path) else { return EnclosureMemo() }
-        do {
-            return try JSONDecoder().decode(EnclosureMemo.self, from: data)
-        } catch {
-            // Written atomically: a hand edit or another program. Starting over costs requests, not correctness.
-            logger.warning("enclosure checks: \(memoURL.path) is not readable (\(error)); every file is asked about again")
-            return EnclosureMemo()
-        }
+        BookkeepingFile.load(memoURL(outputDirectory), empty: EnclosureMemo(), what: "enclosure checks",
+                             consequence: "every file is asked about again", logger: logger)
     }
 
     func save(_ memo: EnclosureMemo) throws(StoreSyncError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        do {
-            try AtomicFile.write(Array(try encoder.encode(memo)) + [0x0A], to: memoURL)
-        } catch {
-            throw .exportFailed(path: memoURL.path, reason: "the enclosure checks' memory could not be written: \(error)")
-        }
+        try BookkeepingFile.save(memo, to: memoURL, what: "the enclosure checks' memory")
     }
 }
