@@ -109,6 +109,15 @@ import Testing
         #expect(try Self.episodes(page).first?["trackName"] == .string("Caf\u{E9}"))
     }
 
+    @Test func aRecoveredFeedInAnotherDeclaredEncodingKeepsItsCharacters() throws {
+        // Mac Roman (0x8E is é), not well-formed further down: recovery must not read it as broken UTF-8.
+        var bytes = Self.feedBytes(title: Array("Caf".utf8) + [0x8E], declaration: #"<?xml version="1.0" encoding="macintosh"?>"#)
+        bytes += Array("<item><guid>2</guid><title>open".utf8)
+        let page = try Self.decode(bytes)
+        #expect(page.mayLackItems, "read in recovery mode")
+        #expect(try Self.episodes(page).first?["trackName"] == .string("Caf\u{E9}"))
+    }
+
     @Test(arguments: ["iso-8859-9", "latin5", "windows-1254"])
     func latin5LabelsReadAsWindows1254(label: String) throws {
         // 0x80 is € in windows-1254 and a C1 control in ISO-8859-9; 0xF0 is ğ in both.

@@ -137,7 +137,8 @@ final class FeedDocument {
         // Recovery. Bytes that are not UTF-8 in a UTF-8 document would make
         // libxml2 read the rest of it as Latin-1; read them as U+FFFD instead,
         // as every feed reader does (the strict error above still says where).
-        if encoding.map({ FeedCharset(label: $0) == .utf8 }) ?? true, !looksUTF16(body),
+        // (A document whose declaration libxml2 reads names its own encoding: not this.)
+        if encoding.map({ FeedCharset(label: $0) == .utf8 }) ?? (declared == nil || declared == .utf8), !looksUTF16(body),
            String(validating: body, as: UTF8.self) == nil {
             body = Array(String(decoding: body, as: UTF8.self).utf8)
         }
