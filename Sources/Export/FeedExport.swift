@@ -41,7 +41,7 @@ enum FeedExport {
         let original = hiResImage(spec, context: context)
         let spec = mirroringArtwork(original, context: context)
         var all = try groups(original, grouping: grouping, context: context, keepAll: spec.archive, directory: directory,
-                             logWithheld: true)
+                             forWriting: true)
         all += try keptAliveGroups(original, template: template, grouping: grouping, present: all, context: context)
         let names = distinctNames(all.map(\.values), template: template, logger: context.logger)
         for (plain, distinct) in zip(all, names) {
@@ -130,9 +130,11 @@ enum FeedExport {
     /// Candidates are streamed and each file keeps only its first `limit`:
     /// memory follows the feed, not the store. An ungrouped feed stops reading
     /// at its `limit` (pushed into SQL); a grouped one reads every candidate
-    /// once but holds `limit` per file.
+    /// once but holds `limit` per file. `forWriting`: the pass that writes the
+    /// files (it logs what it withholds and builds the items' `podcast:` tags);
+    /// the artwork and enclosure listings need neither.
     static func groups(_ spec: FeedExportSpec, grouping: Set<String>, context: ExportContext,
-                       keepAll: Bool = false, directory: FeedDirectory? = nil, logWithheld: Bool = false) throws -> [Group] {
+                       keepAll: Bool = false, directory: FeedDirectory? = nil, forWriting: Bool = false) throws -> [Group] {
         let limit = keepAll ? Int.max : spec.limit
         var buckets: [[String: String]: [Candidate]] = [:]
         var withheld = 0
@@ -175,7 +177,7 @@ enum FeedExport {
             buckets[values] = bucket
             return more
         }
-        if withheld > 0, logWithheld {
+        if withheld > 0, forWriting {
             context.logger?.warning("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(withheld) item\(withheld == 1 ? "" : "s") withheld: the enclosure is not an http(s) URL")
         }
         // Only the items listed need their podcasts looked up.
@@ -186,7 +188,8 @@ enum FeedExport {
             var learned = (lengths: 0, types: 0)
             let items = chosen.map { candidate in
                 var item = enricher.enrich(item(for: candidate, kind: spec.kind, context: context), candidate: candidate)
-                if spec.kind == .episodesNew {
+                // Only the files carry the tags: the artwork and enclosure listings need none.
+                if forWriting, spec.kind == .episodesNew {
                     let podcastTags = PodcastItemTags.tags(of: candidate.fields)
                     item.podcastTags = podcastTags.tags
                     withheldTags += podcastTags.withheld.map { "\(item.guid): \($0)" }
@@ -207,10 +210,10 @@ enum FeedExport {
             .map { group($0.key, $0.value) }
         // Counted once, on the first file: a gone file is no group's own.
         if !groups.isEmpty { groups[0].enclosuresWithheld = goneEnclosures }
-        if goneEnclosures > 0, logWithheld {
+        if goneEnclosures > 0, forWriting {
             context.logger?.warning("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(goneEnclosures) item\(goneEnclosures == 1 ? "" : "s") withheld: the media file is gone (404/410 to an enclosure check)")
         }
-        if !withheldTags.isEmpty, logWithheld {
+        if !withheldTags.isEmpty, forWriting {
             // A notice, not a warning: the publisher's mistake, which the operator cannot mend.
             context.logger?.notice("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(withheldTags.count) podcast: tag\(withheldTags.count == 1 ? "" : "s") withheld, breaking the namespace's rules (the stored records keep them): \(withheldTags.prefix(3).joined(separator: "; "))\(withheldTags.count > 3 ? "; …" : "")")
         }
