@@ -300,6 +300,10 @@ import Testing
             let impatient = Self.session(timeout: FaultPlan.timeoutHoldSeconds * 0.75)
             defer { impatient.invalidateAndCancel() }
             await #expect(throws: (any Error).self) { _ = try await get(impatient, server.baseURL, path) }
+            // Under load the client may give up before the server's handler has run:
+            // wait (bounded) for the server to record the fault, then check it came once.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while server.injectedFaults["timeout"] == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             #expect(server.injectedFaults["timeout"] == 1)
         }
     }
