@@ -100,6 +100,7 @@ public enum CanonicalSchema {
              .init("season_name", .text, "podcast:season name"),
              .init("episode_display", .text, "podcast:episode display: how the publisher shows the number")]
                 + podcastingShared
+                + [.init("track_id", .integer, "the episode's iTunes id (Lookup's trackId)")]
         case .song, .musicVideo:
             [.init("name", .text, "track title"),
              .init("artist", .text, "performing artist"),
@@ -242,7 +243,9 @@ extension CanonicalSchema {
     /// Bumped whenever a connector's mapping to canonical fields changes what
     /// it produces for the same wire record (a store then re-derives its
     /// entities instead of logging the difference as changes).
-    public static let mappingVersion = 2
+    /// 3: iTunes episode rows keyed `<collectionId>|<episodeGuid>` (one entity
+    /// with the feed's item), and their `trackId` as `track_id`.
+    public static let mappingVersion = 3
 }
 
 public struct SourceMapping: Sendable {
@@ -255,13 +258,21 @@ public struct SourceMapping: Sendable {
     /// the other sources say (a feed's own address after it moved); every
     /// other field goes by role.
     public var owns: @Sendable (EntityKind) -> Set<String>
+    /// Record kinds an older release keyed by another rule, each with the
+    /// rule that gives a stored record (its key, its stored wire fields) the
+    /// key this release gives it. A store re-keys such records once, when
+    /// the mappings change (an upgrade), so the next crawl meets them
+    /// unchanged instead of logging each as removed and added again.
+    public var keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String]
 
     public init(canonical: @escaping @Sendable (EntityKind, [String: JSONValue]) -> CanonicalRecord,
                 role: @escaping @Sendable (EntityKind) -> RecordRole,
-                owns: @escaping @Sendable (EntityKind) -> Set<String> = { _ in [] }) {
+                owns: @escaping @Sendable (EntityKind) -> Set<String> = { _ in [] },
+                keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] = [:]) {
         self.canonical = canonical
         self.role = role
         self.owns = owns
+        self.keyRules = keyRules
     }
 
     /// Fields kept as they are, every sighting listing: what a source of a

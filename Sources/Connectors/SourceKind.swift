@@ -44,6 +44,10 @@ public protocol SourceKind: Sendable, Equatable {
     /// Canonical fields of `entity` this source decides over every other
     /// source (see ``SourceMapping/owns``); none by default.
     func ownedFields(of entity: EntityKind) -> Set<String>
+    /// Entities whose records an older release keyed differently, each with
+    /// the rule giving a stored record (its key and wire fields) the key this
+    /// release gives it (``SourceMapping/keyRules``); none by default.
+    var keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] { get }
 }
 
 extension SourceKind {
@@ -57,6 +61,7 @@ extension SourceKind {
     }
     public func role(of entity: EntityKind) -> RecordRole { .lists }
     public func ownedFields(of entity: EntityKind) -> Set<String> { [] }
+    public var keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] { [:] }
 
     /// The earlier source of the same job this one starts from, if any.
     public var upstream: String? { inputRequest?.source }

@@ -193,6 +193,22 @@ struct EntityWriter {
         return []
     }
 
+    /// The sighting leaves the entity row `recordKey` names, unlogged: its
+    /// record is keyed anew (an upgrade, ``SourceMapping/keyRules``), not gone.
+    func detach(_ sighting: Sighting, entity: EntityKind, key recordKey: String) throws {
+        let key = Self.entityKey(entity, recordKey, source: sighting.source)
+        guard let row = try row(entity, key) else { return }
+        let sightings = row.sightings.filter { $0.partKey != sighting.partKey }
+        guard !sightings.isEmpty else {
+            try db.queueDelete(from: "entities", where: [.integer("rowid")], [row.rowid])
+            remember(entity, key, nil)
+            return
+        }
+        var parts = row.parts
+        parts[sighting.partKey] = nil
+        try rewrite(row, entity: entity, key: key, sightings: sightings, parts: parts, cause: sighting.source, log: false)
+    }
+
     /// Whether ending `sighting` would remove its entity: no other source lists it.
     func wouldRemove(_ sighting: Sighting, entity: EntityKind, key recordKey: String) throws -> Bool {
         guard let row = try row(entity, Self.entityKey(entity, recordKey, source: sighting.source)) else { return false }
@@ -331,6 +347,7 @@ extension SQLSnapshotStore {
 
     package func prepareEntities(_ mappings: [String: SourceMapping], fingerprint: String?) throws(StoreSyncError) {
         self.mappings.withLock { $0 = mappings }
+        var rekeyed = false
         try wrap {
             try engine.write { db in
                 let upgraded = try db.value(as: String.self, "SELECT value FROM store_meta WHERE name = 'entities'") == "rebuild"
@@ -345,24 +362,98 @@ extension SQLSnapshotStore {
                     }
                 }
                 guard upgraded || remapped else { return }
+                let lastRun = try db.value(as: Int64.self, "SELECT max(id) FROM runs") ?? 0
+                // One writer for both steps: on PostgreSQL it remembers the rows it wrote.
+                let writer = try EntityWriter(db, runID: lastRun, logAddedValues: false, owns: ownership)
                 if remapped {
                     // Pages are read differently now (new fields, new records): what an
                     // unchanged page held last time says nothing about what it holds now.
                     try db.execute("DELETE FROM page_memos")
+                    rekeyed = try rekeyRecords(db, writer: writer)
                 }
-                try rebuildEntities(db)
+                try rebuildEntities(db, writer: writer)
                 try db.execute("DELETE FROM store_meta WHERE name = 'entities'")
             }
         }
+        // A resumed run's committed pages now name the records by their new keys.
+        if rekeyed, let run = try wrap({ try engine.read { db in try db.value(as: Int64.self, "SELECT max(id) FROM runs") } }) {
+            try loadSeen(runID: run)
+        }
+    }
+
+    /// Gives every record an older release keyed by another rule
+    /// (``SourceMapping/keyRules``) the key this release gives it, with
+    /// everything that names it by key: its misses, the inputs a dependent
+    /// owes, a resumed run's committed pages, and the change log (an entity's
+    /// history follows it). Its sighting leaves the entity row of the old key
+    /// (removed, unlogged, when nothing else sees it); the rebuild that
+    /// follows merges it into the new key's. Two records that now share a key
+    /// are one: the first stored is kept. Returns whether any record moved.
+    private func rekeyRecords(_ db: any SQLSession, writer: EntityWriter) throws -> Bool {
+        let mappings = self.mappings.withLock { $0 }
+        var moved: [String: [RecordIdentity: String]] = [:]
+        for (source, mapping) in mappings.sorted(by: { $0.key < $1.key }) {
+            for (kind, rule) in mapping.keyRules.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                var moves: [(old: String, new: String)] = []
+                try db.forEachRow("SELECT key, payload FROM records WHERE source = ? AND entity = ? ORDER BY rowid",
+                                  [source, kind.rawValue]) { row in
+                    let key: String = row[0]
+                    let payload: String = row[1]
+                    let fields = (try? JSONParser.parse(Array(payload.utf8)).objectValue) ?? [:]
+                    let current = rule(key, fields)
+                    if current != key { moves.append((key, current)) }
+                }
+                guard !moves.isEmpty else { continue }
+                let entity = mapping.entity(of: kind)
+                let sighting = Sighting(source: source, kind: kind, role: mapping.role(kind))
+                for (old, new) in moves {
+                    try writer.detach(sighting, entity: entity, key: old)
+                    let taken = try db.value(as: Bool.self, "SELECT EXISTS (SELECT 1 FROM records WHERE source = ? AND entity = ? AND key = ?)",
+                                             [source, kind.rawValue, new]) ?? false
+                    if taken {
+                        try db.execute("DELETE FROM records WHERE source = ? AND entity = ? AND key = ?", [source, kind.rawValue, old])
+                        try db.execute("DELETE FROM misses WHERE source = ? AND entity = ? AND key = ?", [source, kind.rawValue, old])
+                    } else {
+                        try db.execute("UPDATE records SET key = ? WHERE source = ? AND entity = ? AND key = ?", [new, source, kind.rawValue, old])
+                        try db.execute("UPDATE misses SET key = ? WHERE source = ? AND entity = ? AND key = ?", [new, source, kind.rawValue, old])
+                    }
+                    // Inputs are the upstream's records by kind and key, whichever consumer owes them.
+                    try db.execute("""
+                        DELETE FROM pending_inputs WHERE entity = ? AND key = ?
+                            AND consumer IN (SELECT consumer FROM pending_inputs WHERE entity = ? AND key = ?)
+                        """, [kind.rawValue, old, kind.rawValue, new])
+                    try db.execute("UPDATE pending_inputs SET key = ? WHERE entity = ? AND key = ?", [new, kind.rawValue, old])
+                    if !taken {
+                        try db.execute("UPDATE changes SET key = ? WHERE entity = ? AND key = ?", [new, entity.rawValue, old])
+                    }
+                    moved[source, default: [:]][RecordIdentity(entity: kind, key: old)] = new
+                }
+            }
+        }
+        for (source, renames) in moved.sorted(by: { $0.key < $1.key }) {
+            for row in try db.rows("SELECT run_id, scope, page, keys FROM run_pages WHERE source = ?", [source]) {
+                let keys: String = row[3]
+                var changed = false
+                let renamed = Self.identities(keys).map { identity -> String in
+                    let key = renames[identity].map { new -> String in changed = true; return new } ?? identity.key
+                    return "\(identity.entity.rawValue)\t\(key)\n"
+                }.joined()
+                guard changed else { continue }
+                let runID: Int64 = row[0]
+                let scope: String = row[1]
+                let page: Int64 = row[2]
+                try db.execute("UPDATE run_pages SET keys = ? WHERE run_id = ? AND source = ? AND scope = ? AND page = ?",
+                               [renamed, runID, source, scope, page])
+            }
+        }
+        return !moved.isEmpty
     }
 
     /// Builds `entities` and the field registry from every stored payload, in
     /// one transaction (a store written before the entity model). The change
     /// log keeps its history as it was written; nothing is logged for this.
-    private func rebuildEntities(_ db: any SQLSession) throws {
-        let lastRun = try db.value(as: Int64.self, "SELECT max(id) FROM runs") ?? 0
+    private func rebuildEntities(_ db: any SQLSession, writer: EntityWriter) throws {
         let firstRun = try db.value(as: Int64.self, "SELECT min(id) FROM runs") ?? 0
-        let writer = try EntityWriter(db, runID: lastRun, logAddedValues: false, owns: ownership)
         var registries: [String: FieldRegistryWriter] = [:]
         try db.forEachRow("SELECT source, entity, key, payload, added_run FROM records ORDER BY rowid", []) { row in
             let source: String = row[0]

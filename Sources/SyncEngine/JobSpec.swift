@@ -77,7 +77,7 @@ extension JobSpec {
                     }
                     return record
                 },
-                role: { kind.role(of: $0) }, owns: { kind.ownedFields(of: $0) }))
+                role: { kind.role(of: $0) }, owns: { kind.ownedFields(of: $0) }, keyRules: kind.keyRules))
         })
     }
 

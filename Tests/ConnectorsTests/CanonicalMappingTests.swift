@@ -226,7 +226,9 @@ struct CanonicalSampleMappingTests {
         let episodes = try ITunesLookup.decodeChildren(sample, parentKey: "1535809341").items
         #expect(episodes.count == 20)
         try mapAll(episodes, by: episodeLookup)
-        let episode = try canonicalFields(episodes, .episode, "1000609597323", by: episodeLookup)
+        // Keyed by show and GUID, as the show's feed keys the item; the iTunes id is a field.
+        let episode = try canonicalFields(episodes, .episode, "1535809341|4f33356e-512b-44e4-a65b-578dfabf8827", by: episodeLookup)
+        #expect(episode["track_id"] == .int(1000609597323))
         #expect(episode["name"] == .string(#"Episode 619 | "Hate to be Frank""#))
         #expect(episode["podcast"] == .string("The Joe Budden Podcast"))
         #expect(episode["podcast_id"] == .string("1535809341"))

@@ -69,6 +69,9 @@ import TestSupport
         #expect(decoded.rowCount == 20, "limit counts children only")
         #expect(decoded.items.allSatisfy { $0.entity == .episode && $0.key != "1535809341" })
         #expect(decoded.items.allSatisfy { fields($0)["collectionId"] == .int(1535809341) })
+        // Keyed as the podcast's feed keys its items: the show's id and the item's GUID.
+        #expect(decoded.items.allSatisfy { $0.key == "1535809341|\(fields($0)["episodeGuid"]?.stringValue ?? "")" })
+        #expect(decoded.items.first?.key == "1535809341|4f33356e-512b-44e4-a65b-578dfabf8827")
 
         // Twenty episodes at limit=20: there may be more, so the scope is capped, never complete.
         for (limit, complete) in [(20, false), (21, true), (200, true)] {
@@ -79,6 +82,50 @@ import TestSupport
             #expect(outcome.isCapped == !complete, "limit \(limit): \(outcome)")
             #expect(fetched == 1)
         }
+    }
+
+    /// An episode row is keyed by its podcast and GUID, as the podcast's feed
+    /// keys the same item, so the two are one entity (issue 28, item 8); a row
+    /// without a usable GUID keeps its trackId. The id stays a field.
+    @Test func anEpisodeRowIsKeyedByItsPodcastAndGUIDLikeTheFeedsItem() throws {
+        func row(_ guid: JSONValue?, collection: JSONValue? = .int(77), kind: String = "podcast-episode") -> JSONValue {
+            var fields: [String: JSONValue] = ["wrapperType": .string("podcastEpisode"), "kind": .string(kind),
+                                               "trackId": .int(1_000_555), "trackName": .string("Ep")]
+            if let guid { fields["episodeGuid"] = guid }
+            if let collection { fields["collectionId"] = collection }
+            return .object(fields)
+        }
+        let cases: [(JSONValue, String)] = [
+            (row(.string("4f33356e-512b")), "77|4f33356e-512b"),
+            (row(.string("  tag:example.com,2024:ep-1\n")), "77|tag:example.com,2024:ep-1"),
+            (row(.string("https://example.com/?p=12&x=1")), "77|https://example.com/?p=12&x=1"),
+            (row(.string("   ")), "1000555"),
+            (row(.string("")), "1000555"),
+            (row(nil), "1000555"),
+            (row(.string("g"), collection: nil), "1000555"),
+            (row(.int(5)), "77|5"),
+            (row(.string("g"), collection: .string("77")), "77|g"),
+        ]
+        for (input, key) in cases {
+            let record = try ITunesSearch.record(fromRow: input).get()
+            #expect(record.entity == .episode && record.key == key, "\(input) keyed \(record.key)")
+            #expect(ITunesCanonical.item(.episode, try record.fields()).fields["track_id"] == .int(1_000_555))
+        }
+        // The same item as the feed gives it (PodcastFeed keys `<podcast key>|<guid>`, trimmed).
+        let feed = """
+            <rss version="2.0"><channel><title>T</title>
+            <item><title>Ep</title><guid isPermaLink="false">  tag:example.com,2024:ep-1 </guid></item>
+            </channel></rss>
+            """
+        let page = try PodcastFeed.decodeFeed(HTTPResponse(url: URL(string: "https://example.com/feed.xml")!, status: 200,
+                                                           body: Array(feed.utf8)), podcastKey: "77")
+        #expect(page.items.first { $0.entity == EntityKind.episode }?.key == "77|tag:example.com,2024:ep-1")
+        // A store written before keyed every row by trackId: the rule gives it the key a crawl gives it now.
+        let stored = try ITunesSearch.record(fromRow: row(.string("g"))).get()
+        let rule = try #require(ITunesLookupSettings(from: "p", lookupEntity: "podcastEpisode").keyRules[.episode])
+        #expect(rule("1000555", try stored.fields()) == "77|g")
+        #expect(rule("1000555", try ITunesSearch.record(fromRow: row(nil)).get().fields()) == "1000555")
+        #expect(ITunesSearchSettings(terms: ["x"]).keyRules[.episode] != nil)
     }
 
     @Test(.enabled(if: TestPaths.hasSamples, "../shared/api-samples is absent"))
@@ -128,8 +175,9 @@ import TestSupport
                 #expect(scope.outcome.isCapped == (scope.records.count == 200), "\(scope.scope.id): \(scope.outcome)")
                 #expect(scope.outcome.isComplete == (scope.records.count < 200), "\(scope.scope.id): \(scope.outcome)")
                 for record in scope.records {
-                    #expect(fields(record)["collectionId"]?.stringValue == parent)
-                    found[record.key] = parent
+                    #expect(fields(record)["collectionId"]?.integerText == parent)
+                    #expect(record.key == "\(parent)|\(fields(record)["episodeGuid"]?.stringValue ?? "")")
+                    found[fields(record)["trackId"]?.integerText ?? ""] = parent
                 }
             }
             #expect(Set(found.keys) == world.aliveKeys(entity: "episode", night: night))

@@ -64,6 +64,8 @@ enum ITunesCanonical {
         c.explicit("explicit", from: "trackExplicitness", "contentAdvisoryRating")
         c.set("image_url", CanonicalValue.largestArtwork(c.wire))
         c.text("view_url", from: "trackViewUrl")
+        // The key is the podcast and GUID when the row has a GUID: the iTunes id stays a field.
+        c.integer("track_id", from: "trackId")
     }
 
     static func track(_ c: inout CanonicalFields) {

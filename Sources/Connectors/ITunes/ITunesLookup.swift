@@ -58,6 +58,8 @@ extension ITunesLookupSettings: SourceKind {
         ITunesCanonical.item(entity, wire)
     }
 
+    public var keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] { ITunesSearch.keyRules }
+
     /// Without `lookupEntity` a Lookup answers for the upstream's own items: it
     /// describes what another source lists. With it, every record is a child
     /// of a looked-up item (the item's own row is dropped, see

@@ -57,6 +57,8 @@ extension ITunesSearchSettings: SourceKind {
     public func canonical(_ entity: EntityKind, _ wire: [String: JSONValue]) -> CanonicalRecord {
         ITunesCanonical.item(entity, wire)
     }
+
+    public var keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] { ITunesSearch.keyRules }
 }
 
 /// iTunes Search API (`/search`) and the shared row mapping of Search and Lookup.
@@ -128,8 +130,28 @@ package enum ITunesSearch {
         guard case .object(let normalized) = Normalize.stripTrackingParameters(.object(fields)) else {
             return .failure(.notAnObject)
         }
-        return .success(Record(entity: entity, key: id, fields: normalized))
+        let key = entity == .episode ? episodeKey(normalized) ?? id : id
+        return .success(Record(entity: entity, key: key, fields: normalized))
     }
+
+    /// An episode's key: `<collectionId>|<episodeGuid>`, the key its podcast's
+    /// feed gives the same item (``PodcastFeed``), so Lookup's row and the
+    /// feed's item are one entity. Nil when the row lacks either (then its
+    /// `trackId` keys it). The GUID is trimmed as the feed reader trims it.
+    ///
+    /// Releases before mapping 3 keyed every episode row by `trackId`; a store
+    /// they wrote is re-keyed by this rule once (``SourceKind/keyRules``).
+    static func episodeKey(_ fields: [String: JSONValue]) -> String? {
+        guard let podcast = fields["collectionId"]?.integerText,
+              let guid = fields["episodeGuid"]?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines), !guid.isEmpty
+        else { return nil }
+        return "\(podcast)|\(guid)"
+    }
+
+    /// ``SourceKind/keyRules`` of the kinds whose rows ``record(fromRow:)`` maps.
+    static let keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] = [
+        .episode: { storedKey, wire in episodeKey(wire) ?? storedKey },
+    ]
 
     static func classify(wrapperType: String?, kind: String?) -> (EntityKind, String) {
         switch wrapperType {
