@@ -46,6 +46,16 @@ package enum RunReportExport {
         return .string(ISO8601DateFormatter().string(from: date))
     }
 
+    /// The night a report describes, as every surface tells it. A report is
+    /// written at the end of a run (its exports, reports last) or when it
+    /// stopped early (a signal, the deadline): never while it is still running.
+    static func account(_ run: RunRow) -> NightOutcome {
+        NightOutcome.of(status: run.status, stopped: run.stopped, exportsPending: false, runningNow: false)
+    }
+
+    /// Statuses the metrics give a sample each, so an alert can name any of them.
+    static let metricStatuses = ["ok", "partial", "failed", "interrupted", "deadline", "running"]
+
     /// The JSON summary: counts per source and entity, requests, 304s,
     /// retries, throttles, durations, warnings, errors and the exit status.
     static func writeJSON(to url: URL, context: ExportContext) throws -> ExportedFile {
@@ -84,10 +94,11 @@ package enum RunReportExport {
             }
             return .object(source)
         }
+        let outcome = account(run)
         var document: JSONValue = .object([
             "schemaVersion": .int(Int64(schemaVersion)),
             "job": .string(run.job), "run": .int(run.id), "night": run.night.map { .int(Int64($0)) } ?? .null,
-            "status": .string(run.status.rawValue), "exitCode": .int(Int64(run.status.exitCode)),
+            "status": .string(outcome.status), "exitCode": outcome.exitCode.map { .int(Int64($0)) } ?? .null,
             "attempts": .int(Int64(run.attempts)),
             "startedAt": iso(run.startedAt), "finishedAt": iso(run.finishedAt), "seconds": .double(run.totals.seconds),
             "requests": .object([
@@ -143,10 +154,12 @@ package enum RunReportExport {
             lines.append("# TYPE \(name) \(type)")
             for (labels, value) in samples { lines.append("\(name){\(labels)} \(value)") }
         }
-        metric("storesync_run_success", "1 if the last run ended ok, else 0.", samples: [(job, run.status == .ok ? "1" : "0")])
+        let outcome = account(run)
+        metric("storesync_run_success", "1 if the last run ended ok, else 0.", samples: [(job, outcome.isOK ? "1" : "0")])
         metric("storesync_run_status", "The last run's status (1 for the status it ended with).",
-               samples: ["ok", "partial", "failed", "running"].map { ("\(job),status=\"\($0)\"", run.status.rawValue == $0 ? "1" : "0") })
-        metric("storesync_run_exit_code", "The exit code of the last run.", samples: [(job, String(run.status.exitCode))])
+               samples: metricStatuses.map { ("\(job),status=\"\($0)\"", outcome.status == $0 ? "1" : "0") })
+        // Absent when no exit code is known (a run killed without a word).
+        metric("storesync_run_exit_code", "The exit code of the last run.", samples: outcome.exitCode.map { [(job, String($0))] } ?? [])
         metric("storesync_run_timestamp_seconds", "When the last run started (Unix time).",
                samples: [(job, number(run.startedAt.timeIntervalSince1970))])
         // Alerting wants "no success for N hours", which must survive failed

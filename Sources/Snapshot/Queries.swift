@@ -68,7 +68,8 @@ extension SQLSnapshotStore {
                startedAt: Date(timeIntervalSince1970: row["started_at"]),
                finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                status: RunStatus(rawValue: row["status"]) ?? .failed, attempts: row["attempts"], message: row["message"], totals: totals(row),
-               exportsPending: (row["exported"] as Int? ?? 1) == 0 && row["status"] != RunStatus.running.rawValue)
+               exportsPending: (row["exported"] as Int? ?? 1) == 0 && row["status"] != RunStatus.running.rawValue,
+               stopped: row["status"] == RunStatus.running.rawValue ? row["stopped"] : nil)
     }
 
     static func totals(_ row: SQLRow) -> RunTotals {

@@ -237,6 +237,7 @@ package final class SQLSnapshotStore: SnapshotStore {
             """, [name, value])
     }
 
+    @discardableResult
     func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
         do {
             return try body()
@@ -283,7 +284,8 @@ package final class SQLSnapshotStore: SnapshotStore {
                 let sameNight = requestedNight == nil || requestedNight == last?["night"]
                 if let last, last["status"] as String == RunStatus.running.rawValue, sameNight {
                     let id: Int64 = last["id"]
-                    try db.execute("UPDATE runs SET attempts = attempts + 1 WHERE id = ?", [id])
+                    // Running again: how the last attempt stopped is history (a kill now leaves NULL: killed).
+                    try db.execute("UPDATE runs SET attempts = attempts + 1, stopped = NULL WHERE id = ?", [id])
                     return RunInfo(id: id, night: last["night"], resumed: true,
                                    startedAt: Date(timeIntervalSince1970: last["started_at"]))
                 }
@@ -406,10 +408,16 @@ package final class SQLSnapshotStore: SnapshotStore {
         }
     }
 
-    package func markInterrupted(_ runID: Int64, message: String) throws(StoreSyncError) {
+    package func lowerStatus(_ runID: Int64, to status: RunStatus) throws(StoreSyncError) {
+        try wrap {
+            try engine.write { db in try db.execute("UPDATE runs SET status = ? WHERE id = ?", [status.rawValue, runID]) }
+        }
+    }
+
+    package func markStopped(_ runID: Int64, stopped: String, message: String) throws(StoreSyncError) {
         try wrap {
             try engine.write { db in
-                try db.execute("UPDATE runs SET message = ? WHERE id = ? AND status = 'running'", [message, runID])
+                try db.execute("UPDATE runs SET message = ?, stopped = ? WHERE id = ? AND status = 'running'", [message, stopped, runID])
             }
         }
     }

@@ -298,6 +298,12 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE scopes ADD COLUMN error_code TEXT")
             try db.execute(sql: "ALTER TABLE scopes ADD COLUMN error_url TEXT")
         }
+        migrator.registerMigration("v13: how an unfinished run's last attempt stopped") { db in
+            // A signal's name or 'deadline': report.json, the metrics, the webhook and
+            // `status` tell an interrupted night from one stopped at its deadline, and
+            // both from a killed one (NULL), alike.
+            try db.execute(sql: "ALTER TABLE runs ADD COLUMN stopped TEXT")
+        }
         return migrator
     }
 }

@@ -40,10 +40,15 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// An export failed: the run says so, and the next start retries the exports (not the crawl).
     func markExportFailed(_ runID: Int64, message: String) throws(StoreSyncError)
 
-    /// The run was stopped early on request (a signal) at a page boundary: it
-    /// stays unfinished (`running`, so the next start resumes it as after a
+    /// The run was stopped early at a page boundary, on request (a signal: its
+    /// name in `stopped`) or at its deadline (``Catalog/NightOutcome/deadlineMark``):
+    /// it stays unfinished (`running`, so the next start resumes it as after a
     /// kill) and `message` says why.
-    func markInterrupted(_ runID: Int64, message: String) throws(StoreSyncError)
+    func markStopped(_ runID: Int64, stopped: String, message: String) throws(StoreSyncError)
+
+    /// The run's exports lowered its verdict (a feed broke an Apple
+    /// requirement: partial): the status the reports read, before they are written.
+    func lowerStatus(_ runID: Int64, to status: RunStatus) throws(StoreSyncError)
 
     /// Every export of the run is written: the run is done, with its crawl's
     /// verdict as its status, or `status` when the exports lowered it (a feed

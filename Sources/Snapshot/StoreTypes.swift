@@ -215,6 +215,14 @@ public struct RunRow: Sendable, Equatable {
     /// (killed while exporting, or they failed): the next `run` of the same
     /// night, or `storesync export`, writes them.
     public var exportsPending: Bool = false
+    /// How the last attempt of an unfinished run stopped: a signal's name, or
+    /// ``Catalog/NightOutcome/deadlineMark``; nil when it was killed, or the run ended.
+    public var stopped: String?
+
+    /// The night's outcome as every surface tells it; `runningNow`: a process holds the run's lock.
+    public func outcome(runningNow: Bool = false) -> NightOutcome {
+        NightOutcome.of(status: status, stopped: stopped, exportsPending: exportsPending, runningNow: runningNow)
+    }
 }
 
 

@@ -48,8 +48,8 @@ public struct JobStatus: Sendable {
             let counts = self.counts[run.id] ?? []
             table.append([
                 "\(run.id)" + (run.attempts > 1 ? " (×\(run.attempts))" : ""), run.night.map(String.init) ?? "-",
-                // Unfinished and nobody running it: killed or stopped by a signal; the next run resumes it.
-                run.status == .running && lockedBy == nil ? "interrupted" : run.exportsPending ? exportsCell(run) : run.status.rawValue,
+                // Unfinished and nobody running it: killed, stopped by a signal or at its deadline; the next run resumes it.
+                run.exportsPending ? exportsCell(run) : run.outcome(runningNow: lockedBy != nil && run.id == runs.first?.id).status,
                 formatter.string(from: run.startedAt), String(format: "%.1f", run.totals.seconds),
                 "\(run.totals.requests.requests)", "\(run.totals.requests.notModified)",
                 "\(counts.reduce(0) { $0 + $1.added })", "\(counts.reduce(0) { $0 + $1.changed })",

@@ -39,11 +39,12 @@ public enum MachineOutput {
     /// top-level shape, with no run, the outcome as `status` (the error's
     /// code: `locked`, `invalid-job`, `store-lost`…), the process's exit code
     /// and the error, so a script reading stdout is never left with nothing.
-    public static func refusedRunJSON(jobName: String?, error: StoreSyncError, exitCode: Int32) -> String {
+    public static func refusedRunJSON(jobName: String?, error: StoreSyncError) -> String {
+        let outcome = NightOutcome.refused(error)
         let document: JSONValue = .object([
             "schemaVersion": .int(Int64(RunReportExport.schemaVersion)),
             "job": jobName.map(JSONValue.string) ?? .null, "run": .null, "night": .null,
-            "status": .string(error.code.name), "exitCode": .int(Int64(exitCode)),
+            "status": .string(outcome.status), "exitCode": outcome.exitCode.map { .int(Int64($0)) } ?? .null,
             "sources": .array([]), "warnings": .array([]), "errors": .array([RunProblem(error).json]),
         ])
         return PrettyJSON.render(document) + "\n"
@@ -53,12 +54,14 @@ public enum MachineOutput {
         let runs: [JSONValue] = status.runs.map { run in
             let counts = status.counts[run.id] ?? []
             let requests = run.totals.requests
+            // The newest run is running only while a process holds the lock; an older one never is.
+            let outcome = run.outcome(runningNow: status.lockedBy != nil && run.id == status.runs.first?.id)
             return .object([
                 "run": .int(run.id), "night": run.night.map { .int(Int64($0)) } ?? .null,
                 // A run whose exports were not written has not ended as a run ends: no
                 // status of a finished run, no exit code (the next run writes them).
-                "status": .string(run.exportsPending && run.status != .failed ? RunStatus.running.rawValue : run.status.rawValue),
-                "exitCode": run.status == .running || (run.exportsPending && run.status != .failed) ? .null : .int(Int64(run.status.exitCode)),
+                "status": .string(outcome.status),
+                "exitCode": outcome.exitCode.map { .int(Int64($0)) } ?? .null,
                 "exported": .bool(run.status != .running && !run.exportsPending),
                 "attempts": .int(Int64(run.attempts)),
                 "startedAt": iso(run.startedAt), "finishedAt": iso(run.finishedAt), "seconds": .double(run.totals.seconds),

@@ -141,11 +141,8 @@ extension Runner {
                 return result
             }
         case .failure(let error):
-            body = PrettyJSON.render(.object([
-                "schemaVersion": .int(Int64(RunReportExport.schemaVersion)),
-                "job": .string(job.name), "run": .null, "status": .string(RunStatus.failed.rawValue),
-                "exitCode": .int(Int64(RunStatus.failed.exitCode)), "errors": .array([RunProblem(error).json]),
-            ])) + "\n"
+            // The account `run --json` prints for the same refusal.
+            body = MachineOutput.refusedRunJSON(jobName: job.name, error: error)
         }
         let outcome = await Notifier.deliver(Array(body.utf8), to: notify, poster: AsyncHTTPPoster(),
                                              clock: environment.clock, logger: logger)

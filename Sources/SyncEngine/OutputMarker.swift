@@ -1,5 +1,6 @@
 import Catalog
 import Foundation
+import Export
 import Logging
 
 /// The marker an exported run leaves in the output folder
@@ -33,7 +34,9 @@ struct OutputMarker {
             """
         do {
             try FileManager.default.createDirectory(atPath: job.outputDirectory, withIntermediateDirectories: true)
-            try Data(text.utf8).write(to: url, options: .atomic)
+            // AtomicFile, not Foundation's atomic write: a run killed mid-write leaves
+            // a temporary the next run recognizes and removes, not a stray `.dat.nosync…`.
+            try AtomicFile.write(Array(text.utf8), to: url)
         } catch {
             logger.warning("could not write \(url.path): \(error); a lost store is then told only by the marker beside it")
         }

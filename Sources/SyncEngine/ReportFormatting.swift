@@ -10,9 +10,11 @@ extension RunReport {
         var head = "storesync: job \(job), run \(runID)"
         if let night { head += ", simulated night \(night)" }
         if resumed { head += " (resumed)" }
+        let unfinished = dryRun ? "" : "; unfinished, the next run resumes it (no removal pass ran, no data export was written)"
         if let interrupted {
-            head += ": interrupted by \(interrupted) after \(String(format: "%.2f", seconds)) s"
-                + (dryRun ? "" : "; unfinished, the next run resumes it (no removal pass ran, nothing was exported)")
+            head += ": interrupted by \(interrupted) after \(String(format: "%.2f", seconds)) s" + unfinished
+        } else if !deadlineLeft.isEmpty {
+            head += ": stopped at its deadline after \(String(format: "%.2f", seconds)) s, \(outcome.rawValue)" + unfinished
         } else {
             head += ": \(outcome.rawValue) in \(String(format: "%.2f", seconds)) s"
         }

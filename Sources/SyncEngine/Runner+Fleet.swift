@@ -251,11 +251,14 @@ extension Runner {
         }
         if let lost = store.lostClaimError { throw lost }
         try store.addFleetRequests(run.id, phase.totals.requests)
+        // A worker writes no reports: `storesync export` does, once the night is closed.
         if let reason = options.stop?.requested {
-            return try interruptedReport(run: run, phase: phase, reason: reason, store: store, started: started)
+            return try stoppedReport(run: run, phase: phase, stopped: reason, store: store, started: started,
+                                     earlierSeconds: 0, writeReports: false, worker: true)
         }
         if !phase.deadlineLeft.isEmpty {
-            return try deadlineReport(run: run, phase: phase, store: store, started: started)
+            return try stoppedReport(run: run, phase: phase, stopped: NightOutcome.deadlineMark, store: store, started: started,
+                                     earlierSeconds: 0, writeReports: false, worker: true)
         }
         // The run's verdict, once every source is closed: every worker computed the same.
         _ = try await dealer.finish(source: "#run", phase: "run", stop: options.stop) { () async throws(StoreSyncError) -> String in

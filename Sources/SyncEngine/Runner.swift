@@ -69,6 +69,14 @@ public struct RunReport: Sendable {
 
     /// Rows of the records table written by this run: always added + changed + removed.
     public var recordRowsWritten: Int { sources.reduce(0) { $0 + $1.counts.recordRowsWritten } }
+
+    /// The night's outcome as every surface tells it: the exit code, the
+    /// summary, report.json, the metrics, the webhook and `status` alike.
+    public var nightOutcome: NightOutcome {
+        if let interrupted { return .interrupted(signal: interrupted) }
+        if !deadlineLeft.isEmpty { return .deadline }
+        return .ended(outcome)
+    }
 }
 
 /// Options of one run.
@@ -254,11 +262,16 @@ public struct Runner: Sendable {
                 logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
             }
             phase = try await crawl(run: run, store: store, options: options)
+            // A resumed run's account is the night's, every attempt that recorded its own included.
+            let earlier = run.resumed ? try store.run(run.id)?.totals : nil
+            if let earlier { phase.totals.requests.add(earlier.requests) }
             if let reason = options.stop?.requested {
-                return try interruptedReport(run: run, phase: phase, reason: reason, store: store, started: started)
+                return try stoppedReport(run: run, phase: phase, stopped: reason, store: store, started: started,
+                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, worker: false)
             }
             if !phase.deadlineLeft.isEmpty {
-                return try deadlineReport(run: run, phase: phase, store: store, started: started)
+                return try stoppedReport(run: run, phase: phase, stopped: NightOutcome.deadlineMark, store: store, started: started,
+                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, worker: false)
             }
             if let stop = environment.stopAt?(.afterRemovalPasses) { throw stop }
             // A night stored into a file nobody will open again is a failed night.
@@ -268,7 +281,7 @@ public struct Runner: Sendable {
             // while exporting resumes by exporting only.
             try store.finishRun(run.id, status: phase.outcome,
                                 message: (phase.errors + phase.warnings).first?.message, at: environment.now(), exportsFollow: writeExports)
-            phase.totals.seconds = clock.now() - started
+            phase.totals.seconds = clock.now() - started + (earlier?.seconds ?? 0)
             try store.recordTotals(run.id, phase.totals)
             if writeExports {
                 // From now on a missing or empty store here is a loss, not a new job (Invariant 10).
@@ -351,6 +364,8 @@ public struct Runner: Sendable {
             if !lint.warnings.isEmpty, outcome == .ok {
                 outcome = .partial
                 lintLowered = true
+                // Before the reports: they tell the night as the exit code does.
+                try store.lowerStatus(run.id, to: outcome)
             }
             // Reports describe the run as it ended, exports included.
             var totals = phase.totals
@@ -407,51 +422,66 @@ public struct Runner: Sendable {
         return report
     }
 
-    /// The report of a run its deadline stopped: partial, with what is left.
+    /// The report of a run stopped early at a page boundary: by a signal
+    /// (`stopped` is its name, e.g. "SIGTERM") or at its deadline
+    /// (``NightOutcome/deadlineMark``: partial, exit 2, with what is left).
     /// The run stays unfinished in the store, as a killed run does, so the
-    /// next start resumes it (committed pages are not fetched again) and
-    /// writes the exports once the crawl is whole; none are written now, as
-    /// they would describe half a night.
-    func deadlineReport(run: RunInfo, phase: CrawlPhase, store: any SnapshotStore, started: Double) throws(StoreSyncError) -> RunReport {
+    /// next start resumes it (committed pages are not fetched again), runs the
+    /// removal passes and writes the exports once the crawl is whole; none of
+    /// those now, as they would describe half a night. What the night came to
+    /// so far is recorded with the run, and `report.json` and the metrics
+    /// (`writeReports`) say so, as the summary, the webhook and `status` do.
+    func stoppedReport(run: RunInfo, phase: CrawlPhase, stopped: String, store: any SnapshotStore,
+                       started: Double, earlierSeconds: Double, writeReports: Bool, worker: Bool) throws(StoreSyncError) -> RunReport {
         try store.checkInPlace()
-        let minutes = (clock.now() - started) / 60
-        let left = phase.deadlineLeft
-        let shown = left.prefix(10).joined(separator: ", ") + (left.count > 10 ? ", and \(left.count - 10) more" : "")
-        let warning = "deadline reached after \(String(format: "%.1f", minutes)) min: the crawl stopped at a page boundary; "
-            + "left for the next run, which resumes run \(run.id) where it stopped: \(shown)"
-        logger.warning("\(warning)")
-        var sources = phase.sources
-        let counts = try store.sourceCounts(runID: run.id)
-        for index in sources.indices {
-            sources[index].counts = counts.first { $0.source == sources[index].name } ?? SourceCounts(source: sources[index].name)
-        }
-        var report = RunReport(runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: .partial,
-                               sources: sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings + [RunProblem(code: StoreSyncError.Code.deadlineReached.name, message: warning)],
-                               errors: phase.errors, seconds: clock.now() - started)
-        report.deadlineLeft = left
-        return report
-    }
-
-    /// The report of a run stopped by ``RunOptions/stop`` after its crawl
-    /// stopped: the run stays unfinished in the store (resumed by the next
-    /// run), with a message saying why, and nothing is exported.
-    func interruptedReport(run: RunInfo, phase: CrawlPhase, reason: String, store: any SnapshotStore,
-                           started: Double) throws(StoreSyncError) -> RunReport {
-        let message = "interrupted by \(reason) at \(ISO8601DateFormatter().string(from: environment.now())); the next run resumes it"
-        try store.checkInPlace()
-        try store.markInterrupted(run.id, message: message)
-        logger.notice("run \(run.id) \(message)")
+        let deadline = stopped == NightOutcome.deadlineMark
         var phase = phase
+        let message: String
+        if deadline {
+            let minutes = (clock.now() - started) / 60
+            let left = phase.deadlineLeft
+            let shown = left.prefix(10).joined(separator: ", ") + (left.count > 10 ? ", and \(left.count - 10) more" : "")
+            message = "deadline reached after \(String(format: "%.1f", minutes)) min: the crawl stopped at a page boundary; "
+                + "left for the next run, which resumes run \(run.id) where it stopped: \(shown)"
+            logger.warning("\(message)")
+            phase.warnings.append(RunProblem(code: StoreSyncError.Code.deadlineReached.name, message: message))
+        } else {
+            message = "interrupted by \(stopped) at \(ISO8601DateFormatter().string(from: environment.now())); the next run resumes it"
+            logger.notice("run \(run.id) \(message)")
+            phase.errors = phase.errors.filter { !$0.message.contains("stopped before this page") }
+        }
+        if !worker {
+            // A fleet's run is every worker's: one worker stopping neither stops it nor speaks for its totals.
+            var totals = phase.totals
+            totals.seconds = clock.now() - started + earlierSeconds
+            totals.warnings = phase.warnings
+            totals.errors = phase.errors
+            try store.recordTotals(run.id, totals)
+            try store.markStopped(run.id, stopped: stopped, message: message)
+        }
         let counts = try store.sourceCounts(runID: run.id)
         for index in phase.sources.indices {
             phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
         }
+        var exported: [ExportedFile] = []
+        var errors = phase.errors
+        if writeReports {
+            var context = ExportContext(store: store, runID: run.id, jobName: job.name, runDate: run.startedAt,
+                                        outputDirectory: job.outputDirectory)
+            context.recovered = Dictionary(phase.sources.map { ($0.name, $0.recovered) }, uniquingKeysWith: +)
+            do {
+                exported = try SnapshotExporter.export(job.exports.filter(\.isReport), context: context, logger: logger)
+            } catch {
+                // The run stands unfinished either way; the summary and the exit code still say why.
+                logger.error("\(error.description)")
+                errors.append(RunProblem(error))
+            }
+        }
         var report = RunReport(
-            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: .running,
-            sources: phase.sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings,
-            errors: phase.errors.filter { !$0.message.contains("stopped before this page") },
-            seconds: clock.now() - started)
-        report.interrupted = reason
+            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: deadline ? .partial : .running,
+            sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: phase.warnings,
+            errors: errors, seconds: clock.now() - started)
+        if deadline { report.deadlineLeft = phase.deadlineLeft } else { report.interrupted = stopped }
         return report
     }
 

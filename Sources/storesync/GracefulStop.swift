@@ -52,9 +52,4 @@ final class GracefulStop: Sendable {
 
     /// The shell's convention: 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
     static func exitCode(for signal: Int32) -> Int32 { 128 + signal }
-
-    /// The exit code for a run stopped for `reason` (a name from ``name(of:)``).
-    static func exitCode(forReason reason: String) -> Int32 {
-        exitCode(for: stopSignals.first { name(of: $0) == reason } ?? SIGTERM)
-    }
 }

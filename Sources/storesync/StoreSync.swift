@@ -169,12 +169,12 @@ struct Run: AsyncParsableCommand {
                 for warning in report.warnings { printToStandardError("warning: \(warning)", level: .warning) }
                 for error in report.errors { printToStandardError("error: \(error)", level: .error) }
             }
-            if let reason = report.interrupted { throw ExitCode(GracefulStop.exitCode(forReason: reason)) }
-            if report.outcome != .ok { throw ExitCode(report.outcome.exitCode) }
+            // The exit code the report, the metrics, the webhook and `status` also give.
+            if let code = report.nightOutcome.exitCode, code != 0 { throw ExitCode(code) }
         } catch let error as StoreSyncError {
             let status = exitStatus(for: error).rawValue
             // Refused before any report (the lock, the job, the store): stdout still says so.
-            if json { print(MachineOutput.refusedRunJSON(jobName: jobName, error: error, exitCode: status), terminator: "") }
+            if json { print(MachineOutput.refusedRunJSON(jobName: jobName, error: error), terminator: "") }
             printError(error.description)
             throw ExitCode(status)
         }
@@ -371,12 +371,7 @@ struct Validate: AsyncParsableCommand {
 }
 
 func exitStatus(for error: StoreSyncError) -> ExitStatus {
-    switch error.code {
-    case .invalidJob, .invalidArguments, .storeOfAnotherJob: .invalidJob
-    case .locked: .locked
-    case .leaseLost: .leaseLost
-    default: .failed
-    }
+    ExitStatus(rawValue: NightOutcome.refused(error).exitCode ?? 1) ?? .failed
 }
 
 func printError(_ message: String) {

@@ -69,8 +69,12 @@ final class ClockAdvancingTransport: HTTPTransport {
         #expect(stopped.deadlineLeft.contains("market (not started)"), "\(stopped.deadlineLeft)")
         let warning = try #require(stopped.warnings.first { $0.message.hasPrefix("deadline reached") }?.message)
         #expect(warning.contains("resumes run \(stopped.runID)"), "\(warning)")
-        #expect(stopped.exports.isEmpty)
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out/report.json").path))
+        // Only the reports are written, and they tell the night as the exit code does (issue 29, finding 1).
+        #expect(stopped.exports.map { ($0.path as NSString).lastPathComponent } == ["report.json"])
+        let report = try JSONParser.parse(Array(try Data(contentsOf: directory.appendingPathComponent("out/report.json"))))
+        #expect(report["status"] == .string("deadline") && report["exitCode"] == .int(2), "\(report)")
+        #expect(report["requests"]?["total"] == .int(Int64(stopped.fetch.requests)))
+        #expect(stopped.nightOutcome == .deadline && stopped.nightOutcome.exitCode == 2)
         #expect(stopped.fetch.requests >= 3 && stopped.fetch.requests <= 5, "stopped at the deadline: \(stopped.fetch.requests) requests")
         do {
             let store = try SQLSnapshotStore(path: job.storePath)
@@ -99,8 +103,10 @@ final class ClockAdvancingTransport: HTTPTransport {
             #expect(mine == theirs, "\(source): \(mine.count) vs \(theirs.count)")
             #expect(!mine.isEmpty)
         }
-        // The resumed run did not fetch again what the stopped one stored.
-        #expect(resumed.fetch.requests < twin.fetch.requests, "\(resumed.fetch.requests) vs \(twin.fetch.requests)")
+        // The resumed run did not fetch again what the stopped one stored, and its
+        // account counts both attempts (issue 29, finding 4): the night's requests, once.
+        #expect(resumed.fetch.requests == twin.fetch.requests, "\(resumed.fetch.requests) vs \(twin.fetch.requests)")
+        #expect(try SQLSnapshotStore(path: job.storePath).run(resumed.runID)?.totals.requests.requests == twin.fetch.requests)
     }
 
     @Test func theCommandLineDeadlineOverridesTheJobAndIsBounded() async throws {

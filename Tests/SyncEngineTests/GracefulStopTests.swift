@@ -60,7 +60,9 @@ import Darwin
         #expect(status.stdout.contains("run 1: interrupted by \(name) at "), "\(status)")
         let json = try CLIConventionsTests.object(try await CLIConventionsTests().cli(job, ["status", job.jobPath, "--json"]).stdout)
         let runs = json["runs"] as? [[String: Any]] ?? []
-        #expect(runs.count == 1 && runs.first?["status"] as? String == "running", "\(json)")
+        // The same account as `status`, the exit code and report.json (issue 29, finding 1).
+        #expect(runs.count == 1 && runs.first?["status"] as? String == "interrupted", "\(json)")
+        #expect(runs.first?["exitCode"] as? Int == Int(128 + signalNumber), "\(json)")
         let addedBefore = (runs.first?["added"] as? Int) ?? 400
         #expect(addedBefore > 0 && addedBefore < 400, "the stop came mid-crawl, after a committed page: \(addedBefore) added")
 

@@ -326,6 +326,7 @@ struct PostgresSession: SQLSession {
         }
     }
 
+    @discardableResult
     private func send(_ statement: String, _ bindings: PostgresBindings) throws -> PostgresQueryResult {
         // A query written to a connection the server already closed is never
         // answered: fail it here (the engine opens a new one next time).

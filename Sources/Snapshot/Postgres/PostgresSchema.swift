@@ -12,7 +12,8 @@ import Catalog
 ///   so its covering index carries the columns in its key instead).
 enum PostgresSchema {
     /// Bumped with every change below; a store written by a newer storesync is refused.
-    static let version = 1
+    /// 2: `runs.stopped` (how an unfinished run's last attempt stopped).
+    static let version = 2
 
     /// Taken (transaction-scoped) while the tables are created, so workers
     /// starting together create them once.
@@ -55,6 +56,7 @@ enum PostgresSchema {
             exported BIGINT NOT NULL DEFAULT 1,
             crawl_status TEXT COLLATE "C"
         );
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS stopped TEXT COLLATE "C";
 
         CREATE TABLE IF NOT EXISTS changes (
             id BIGINT PRIMARY KEY,
