@@ -15,13 +15,29 @@ public struct JobStatus: Sendable {
     /// Reads the job's store without writing to it, and asks whether a run
     /// holds its lock without taking the lock, so a run starting meanwhile is
     /// never turned away. A job that never ran has no store: empty status.
+    /// A store that is missing or empty where history was (its marker, or
+    /// the output folder's, says so) is lost, and `status` says so as `run`
+    /// does (`history-missing`, exit 1), never "no runs yet".
     public static func load(job: JobSpec, runs limit: Int = 10,
                             store backend: any StoreBackend = DefaultBackend()) throws(StoreSyncError) -> JobStatus {
         var status = JobStatus(job: job.name, storePath: job.storePath, runs: [], counts: [:], scopes: [], lockedBy: nil)
         status.lockedBy = backend.lockHolder(job.storePath)
-        guard backend.exists(job.storePath) else { return status }
+        let evidence = backend.historyEvidence(job.storePath) ?? OutputMarker(job: job).evidence()
+        let command = "storesync run \(job.file)"
+        guard backend.exists(job.storePath) else {
+            if let evidence { throw .historyMissing(store: job.storePath, state: "missing", evidence: evidence, command: command) }
+            return status
+        }
+        // SQLite reads a zero-length file as an empty database of no schema: a failed copy, not an old store.
+        let size = (try? FileManager.default.attributesOfItem(atPath: job.storePath)[.size] as? Int) ?? nil
+        if let evidence, size == 0 {
+            throw .historyMissing(store: job.storePath, state: "empty (a zero-length file)", evidence: evidence, command: command)
+        }
         let store = try backend.openReadOnly(job.storePath)
         status.runs = try store.runs(limit: limit)
+        if let evidence, status.runs.isEmpty {
+            throw .historyMissing(store: job.storePath, state: "empty (no run in it)", evidence: evidence, command: command)
+        }
         for run in status.runs { status.counts[run.id] = try store.sourceCounts(runID: run.id) }
         status.scopes = try store.scopeStates()
         return status

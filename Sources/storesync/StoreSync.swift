@@ -226,6 +226,8 @@ struct Status: AsyncParsableCommand {
             let status = try JobStatus.load(job: spec, runs: runs)
             print(json ? MachineOutput.statusJSON(status) : status.text, terminator: json ? "" : "\n")
         } catch {
+            // The account `run --json` gives for the same refusal (a lost store, an invalid job).
+            if json { print(MachineOutput.refusedRunJSON(jobName: (try? Wiring.load(job))?.name, error: error), terminator: "") }
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)
         }

@@ -204,7 +204,7 @@ import Darwin
 }
 
 /// A `storesync` command running in the background, its output in the job's `logs/`.
-private struct Started {
+struct Started {
     let child: ChildProcess
     let stdout: String
     let stderr: String
