@@ -52,9 +52,29 @@ import Glibc
         try await CLIConventionsTests().cli(job, arguments)
     }
 
+    /// Every document read, for the JSON Schema check (docs/run-account.schema.json).
+    final class Documents: @unchecked Sendable {
+        let directory = TestPaths.temporaryDirectory("run-account-documents")
+        private var count = 0
+        func keep(_ label: String, _ surface: String, _ bytes: some Sequence<UInt8>) throws {
+            count += 1
+            let name = "\(count)-\(label)-\(surface)".replacingOccurrences(of: " ", with: "-") + ".json"
+            try Data(bytes).write(to: directory.appendingPathComponent(name))
+        }
+        /// A document the schema must refuse.
+        func keepInvalid(_ name: String, _ text: String) throws {
+            let folder = directory.appendingPathComponent("invalid")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: folder.appendingPathComponent(name + ".json"))
+        }
+    }
+
+    let documents = Documents()
+
     /// Reads every surface after a command and checks it tells `expected`.
     func expectOneAccount(_ label: String, _ job: KillTestJob, _ result: RunResult, _ expected: Expected,
                           receiver: WebhookReceiver, webhooksBefore: Int) async throws {
+        try documents.keep(label, "run-json", Array(result.stdout.utf8))
         // The exit code.
         #expect(result.termination == .exited(expected.exitCode), "\(label): \(result)")
         // run --json: one document on stdout.
@@ -64,7 +84,9 @@ import Glibc
         // report.json and the metrics.
         let out = job.outputDirectory
         if expected.reports {
-            let report = try JSONParser.parse(Array(try Data(contentsOf: out.appendingPathComponent("report.json"))))
+            let reportBytes = Array(try Data(contentsOf: out.appendingPathComponent("report.json")))
+            try documents.keep(label, "report", reportBytes)
+            let report = try JSONParser.parse(reportBytes)
             #expect(report["status"] == .string(expected.status) && report["exitCode"] == .int(Int64(expected.exitCode)),
                     "\(label): report.json \(report["status"] ?? .null) \(report["exitCode"] ?? .null)")
             #expect(report["run"] == printed["run"] && report["requests"] == printed["requests"], "\(label): report.json is run --json's")
@@ -78,6 +100,7 @@ import Glibc
             let posted = receiver.requests.dropFirst(webhooksBefore)
             #expect(posted.count == 1, "\(label): \(posted.count) webhook calls")
             if let body = posted.first?.body {
+                try documents.keep(label, "webhook", body)
                 let hook = try JSONParser.parse(body)
                 #expect(hook["status"] == .string(expected.status) && hook["exitCode"] == .int(Int64(expected.exitCode)),
                         "\(label): webhook \(hook["status"] ?? .null) \(hook["exitCode"] ?? .null)")
@@ -86,6 +109,7 @@ import Glibc
         guard expected.statusTells else { return }
         // status --json and status.
         let json = try await cli(job, ["status", job.jobPath, "--json"])
+        try documents.keep(label, "status-json", Array(json.stdout.utf8))
         let document = try #require(try? JSONParser.parse(Array(json.stdout.utf8)).objectValue, "\(label): status --json \(json.stdout)")
         let told = document["runs"]?.arrayValue?.first ?? .object(document)
         #expect(told["status"] == .string(expected.status) && told["exitCode"] == .int(Int64(expected.exitCode)),
@@ -108,7 +132,7 @@ import Glibc
             try KillTestJob(label: "matrix-\(label)", binary: binary, yaml: Self.yaml(receiver, simulator: simulator, sources: sources))
         }
         let clean = "{ seed: 5, podcasts: 30, products: 60 }"
-        var cleanup: [URL] = []
+        var cleanup: [URL] = [documents.directory]
         defer { for directory in cleanup { try? FileManager.default.removeItem(at: directory) } }
 
         // ok, then the same store locked, then lost (missing, then a zero-length file).
@@ -192,5 +216,19 @@ import Glibc
         try await expectOneAccount("invalid job", invalidJob, invalid, Expected(status: "invalid-job", exitCode: 64, reports: false),
                                    receiver: receiver, webhooksBefore: before)
         #expect(receiver.requests.count == before, "an invalid job calls no webhook")
+
+        // One JSON Schema accepts every document read above, and refuses a status its exit code belies.
+        let ok1 = try String(contentsOf: okJob.outputDirectory.appendingPathComponent("report.json"), encoding: .utf8)
+        try documents.keepInvalid("ok-exit-2", ok1.replacingOccurrences(of: "\"exitCode\": 0", with: "\"exitCode\": 2"))
+        try documents.keepInvalid("no-status", ok1.replacingOccurrences(of: "\"status\": \"ok\",", with: ""))
+        try documents.keepInvalid("deadline-exit-0", deadline.stdout.replacingOccurrences(of: "\"exitCode\": 2", with: "\"exitCode\": 0"))
+        let check = try Python.run([TestPaths.repoRoot.appendingPathComponent("Tests/scripts/check_run_account.py").path,
+                                    TestPaths.repoRoot.appendingPathComponent("docs/run-account.schema.json").path,
+                                    documents.directory.path])
+        if check.status == 3 && ProcessInfo.processInfo.environment["STORESYNC_REQUIRE_SCHEMA_CHECK"] != "1" {
+            print("NightAccountMatrixTests: the JSON Schema check is skipped: \(check.output)")
+        } else {
+            #expect(check.status == 0, "docs/run-account.schema.json: \(check.output)")
+        }
     }
 }
