@@ -13,7 +13,12 @@ import Synchronization
 package final class CircuitBreaker: Sendable {
     /// Consecutive failures that open the breaker; 0 never opens it.
     package let threshold: Int
-    private let state = Mutex<(consecutive: Int, open: Bool)>((0, false))
+    private let state = Mutex<(consecutive: Int, open: Bool, unreachable: Bool)>((0, false, false))
+
+    /// Why an open breaker opened, as its messages say it.
+    package var openedBecause: String {
+        state.withLock { $0.unreachable ? "at once, as it was unreachable" : "after \(threshold) failed pages in a row" }
+    }
 
     /// - Parameter threshold: consecutive failures that open the breaker; 0 (or less) never opens it.
     package init(threshold: Int) {
@@ -50,6 +55,7 @@ package final class CircuitBreaker: Sendable {
         state.withLock { state in
             guard threshold > 0, !state.open else { return false }
             state.open = true
+            state.unreachable = true
             return true
         }
     }

@@ -22,6 +22,10 @@ enum FeedExport {
         var enclosuresWithheld = 0
         var lengthsLearned = 0
         var typesLearned = 0
+        /// Items left out because their link is not an http(s) URL (counted on the first group).
+        var linksWithheld = 0
+        /// `podcast:` tags of this group's items left out for breaking the namespace's rules.
+        var podcastTagsWithheld = 0
     }
 
     /// A candidate record with the fields grouping needs.
@@ -70,6 +74,8 @@ enum FeedExport {
                 file.enclosuresWithheld = group.enclosuresWithheld
                 file.enclosureLengthsLearned = group.lengthsLearned
                 file.enclosureTypesLearned = group.typesLearned
+                file.linksWithheld = group.linksWithheld
+                file.podcastTagsWithheld = group.podcastTagsWithheld
                 files.append(file)
             }
             if let atom = spec.atomPath {
@@ -83,7 +89,10 @@ enum FeedExport {
                     files += try archive.write(older: older, channel: atomArchiveChannel, podcast: false, current: &atomChannel)
                 }
                 let result = try FeedWriters.writeAtom(channel: atomChannel, items: current, to: url)
-                files.append(ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount))
+                var file = ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount)
+                // An Atom-only feed counts what it withheld; beside RSS, the RSS file did.
+                if spec.rssPath == nil { file.linksWithheld = group.linksWithheld }
+                files.append(file)
             }
         }
         return files
@@ -186,6 +195,7 @@ enum FeedExport {
         var withheldTags: [String] = []
         func group(_ values: [String: String], _ chosen: [Candidate]) -> Group {
             var learned = (lengths: 0, types: 0)
+            let tagsBefore = withheldTags.count
             let items = chosen.map { candidate in
                 var item = enricher.enrich(item(for: candidate, kind: spec.kind, context: context), candidate: candidate)
                 // Only the files carry the tags: the artwork and enclosure listings need none.
@@ -203,13 +213,17 @@ enum FeedExport {
                              countries: ItemEnricher.mostCommon(chosen.compactMap { enricher.country(of: $0) }))
             made.lengthsLearned = learned.lengths
             made.typesLearned = learned.types
+            made.podcastTagsWithheld = withheldTags.count - tagsBefore
             return made
         }
         var groups = grouping.isEmpty ? [group([:], buckets[[:]] ?? [])] : buckets
             .sorted { $0.key.sorted(by: { $0.key < $1.key }).map(\.value).lexicographicallyPrecedes($1.key.sorted(by: { $0.key < $1.key }).map(\.value)) }
             .map { group($0.key, $0.value) }
         // Counted once, on the first file: a gone file is no group's own.
-        if !groups.isEmpty { groups[0].enclosuresWithheld = goneEnclosures }
+        if !groups.isEmpty {
+            groups[0].enclosuresWithheld = goneEnclosures
+            groups[0].linksWithheld = withheld
+        }
         if goneEnclosures > 0, forWriting {
             context.logger?.warning("feed \(spec.rssPath ?? spec.atomPath ?? spec.kind.rawValue): \(goneEnclosures) item\(goneEnclosures == 1 ? "" : "s") withheld: the media file is gone (404/410 to an enclosure check)")
         }
@@ -608,11 +622,14 @@ enum FeedExport {
                                                        groups: [(group.genre, group.feeds.map(opmlFeed))], nested: false, to: url)
                 files.append(ExportedFile(path: url.path, bytes: result.bytes, rows: result.count))
             }
+            if !files.isEmpty { files[0].linksWithheld = withheld }
         } else {
             let url = try PathTemplate.resolve(spec.path, values: values, inside: context.outputDirectory)
             let result = try FeedWriters.writeOPML(title: spec.title, date: context.runDate,
                                                    groups: groups.map { ($0.genre, $0.feeds.map(opmlFeed)) }, nested: true, to: url)
-            files.append(ExportedFile(path: url.path, bytes: result.bytes, rows: result.count))
+            var file = ExportedFile(path: url.path, bytes: result.bytes, rows: result.count)
+            file.linksWithheld = withheld
+            files.append(file)
         }
         return files
     }

@@ -122,6 +122,14 @@ package enum RunReportExport {
                          "message": .string(entry.finding.message)])
             }),
         ])
+        if case .object(var fields) = document {
+            // What the exports left out of what they publish, and why (the log names each).
+            fields["withheld"] = .object([
+                "links": .int(Int64(context.withheld.links)), "podcastTags": .int(Int64(context.withheld.podcastTags)),
+                "goneEnclosures": .int(Int64(context.withheld.goneEnclosures)),
+            ])
+            document = .object(fields)
+        }
         if case .object(var fields) = document, let enclosures = context.enclosureFigures {
             fields["enclosures"] = .object([
                 "wanted": .int(Int64(enclosures.wanted)), "remembered": .int(Int64(enclosures.remembered)),
@@ -184,6 +192,11 @@ package enum RunReportExport {
             ("\(job),kind=\"failed\"", String(run.totals.requests.failures)),
         ])
         metric("storesync_warnings", "Warnings of the last run.", samples: [(job, String(run.totals.warnings.count))])
+        metric("storesync_withheld", "What the last run's exports left out of what they publish, by why.", samples: [
+            ("\(job),kind=\"link\"", String(context.withheld.links)),
+            ("\(job),kind=\"podcast_tag\"", String(context.withheld.podcastTags)),
+            ("\(job),kind=\"gone_enclosure\"", String(context.withheld.goneEnclosures)),
+        ])
         var records: [(String, String)] = []
         var pages: [(String, String)] = []
         var seconds: [(String, String)] = []

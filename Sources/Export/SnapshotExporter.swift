@@ -37,6 +37,9 @@ package struct ExportContext: Sendable {
     package var logger: Logger?
     /// What the lint found in this run's feeds, for the run report.
     package var lint: [(file: String, finding: FeedLint)] = []
+    /// What this run's exports withheld (``ExportedFile/linksWithheld`` and the
+    /// rest, summed), for the run report and the metrics.
+    package var withheld = WithheldCounts()
     /// `keep: N` of the job's exports, by the export's template (``ExportSpec/target``):
     /// after writing, older files of that template are pruned to the newest N.
     package var keep: [String: Int] = [:]
@@ -84,6 +87,12 @@ public struct ExportedFile: Sendable, Equatable {
     public var enclosuresWithheld = 0
     public var enclosureLengthsLearned = 0
     public var enclosureTypesLearned = 0
+    /// Items (a feed) or outlines (OPML) left out because their link is not an
+    /// http(s) URL (a `javascript:` enclosure, a `file:` feed URL); and a
+    /// feed's items' `podcast:` tags left out for breaking the namespace's rules.
+    /// Counted on the first file of a feed written for them (not again on its Atom twin).
+    public var linksWithheld = 0
+    public var podcastTagsWithheld = 0
     /// The export's file-name template, for exports that write one file per group.
     public var template: String?
 
@@ -452,5 +461,25 @@ enum OwnedFile {
         }
         guard (info.st_mode & S_IFMT) != S_IFDIR else { return .refused("it is a folder, not a file an export wrote") }
         return unlink(url.path) == 0 ? .removed : .refused(String(cString: strerror(errno)))
+    }
+}
+
+/// What a run's exports left out of what they publish, and why: the run
+/// report's `withheld` and the metrics' `storesync_withheld{kind}`.
+package struct WithheldCounts: Sendable, Equatable {
+    /// Items and outlines whose link is not an http(s) URL.
+    package var links = 0
+    /// Items' `podcast:` tags that break the namespace's rules.
+    package var podcastTags = 0
+    /// Items whose media file is gone (404/410 to an enclosure check).
+    package var goneEnclosures = 0
+
+    package init() {}
+
+    /// The sums over a run's exported files.
+    package init(_ files: [ExportedFile]) {
+        links = files.reduce(0) { $0 + $1.linksWithheld }
+        podcastTags = files.reduce(0) { $0 + $1.podcastTagsWithheld }
+        goneEnclosures = files.reduce(0) { $0 + $1.enclosuresWithheld }
     }
 }

@@ -23,6 +23,7 @@ public enum MachineOutput {
         context.enclosureFigures = report?.enclosures
         context.recovered = Dictionary((report?.sources ?? []).map { ($0.name, $0.recovered) }, uniquingKeysWith: +)
         context.lint = (report?.exports ?? []).flatMap { file in file.lint.map { (file.path, $0) } }
+        context.withheld = WithheldCounts(report?.exports ?? [])
         do {
             return PrettyJSON.render(try RunReportExport.document(context).0) + "\n"
         } catch let error as StoreSyncError {

@@ -361,6 +361,7 @@ public struct Runner: Sendable {
                 .filter { !phase.warnings.contains($0) }
             lintNotices = lint.notices
             context.lint = exported.flatMap { file in file.lint.map { (file.path, $0) } }
+            context.withheld = WithheldCounts(exported)
             if !lint.warnings.isEmpty, outcome == .ok {
                 outcome = .partial
                 lintLowered = true

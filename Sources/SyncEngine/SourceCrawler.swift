@@ -226,7 +226,7 @@ struct SourceCrawler: Sendable {
                 if breaker.isOpen {
                     throw StoreSyncError(
                         .circuitOpen,
-                        "circuit breaker open: not fetched, as source '\(source.name)' stopped asking \(host.isEmpty ? "its pages" : host) after \(fetcher.settings.circuitBreakerThreshold) failed pages in a row",
+                        "circuit breaker open: not fetched, as source '\(source.name)' stopped asking \(host.isEmpty ? "its pages" : host) \(breaker.openedBecause)",
                         place: scope.pageURL(index).map { .url($0.absoluteString) } ?? .scope(source: source.name, scope: scope.id),
                         remedy: "The scope is marked incomplete, so nothing is removed; the next run tries the source again "
                             + "(the first errors of this source say why it failed)")
@@ -257,7 +257,7 @@ struct SourceCrawler: Sendable {
                             logger.error("\(source.name): circuit breaker open for host \(host) at once, as it is unreachable; its remaining scopes are not fetched this run")
                         }
                     } else if !breaker.isOpen, breaker.recordFailure() {
-                        logger.error("\(source.name): circuit breaker open for \(host.isEmpty ? "the source" : "host \(host)") after \(breaker.threshold) failed pages in a row; its remaining scopes are not fetched this run")
+                        logger.error("\(source.name): circuit breaker open for \(host.isEmpty ? "the source" : "host \(host)") \(breaker.openedBecause); its remaining scopes are not fetched this run")
                     }
                     throw error
                 }

@@ -114,6 +114,13 @@ func closedLoopbackPort() throws -> Int {
         #expect(breaker.trip())
         #expect(breaker.isOpen)
         #expect(!breaker.trip(), "already open")
+        // Its messages say why (issue 29, finding 10): not a streak of failed pages that never happened.
+        #expect(breaker.openedBecause == "at once, as it was unreachable")
+        let streak = CircuitBreaker(threshold: 2)
+        streak.recordFailure()
+        #expect(streak.recordFailure())
+        #expect(!streak.trip(), "already open")
+        #expect(streak.openedBecause == "after 2 failed pages in a row")
         let never = CircuitBreaker(threshold: 0)
         #expect(!never.trip())
         #expect(!never.isOpen, "a threshold of 0 never stops a source")

@@ -1,4 +1,5 @@
 import Catalog
+import Export
 import Foundation
 import GRDB
 import Snapshot
@@ -188,5 +189,10 @@ import TestSupport
         #expect(podcastFeed.contains("Evil ABCDE") && podcastFeed.contains("https://example.com/a.jpg"))
         #expect(log.text.contains("1 item withheld: the enclosure is not an http(s) URL"))
         #expect(log.text.contains("2 podcasts withheld: the feed URL is not an http(s) URL"))
+        // ... and counted where operators look, not only in the log (issue 29, finding 10):
+        // the episode (once, though RSS and Atom both leave it out) and the two OPML outlines.
+        let report = try JSONParser.parse(Array(try Data(contentsOf: out.appendingPathComponent("report.json"))))
+        #expect(report["withheld"]?["links"] == .int(3), "\(report["withheld"] ?? .null)")
+        #expect(WithheldCounts(second.exports).links == 3)
     }
 }
