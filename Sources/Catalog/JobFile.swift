@@ -270,7 +270,7 @@ public struct SettingsReader: Sendable {
         return URL(fileURLWithPath: baseDirectory).appendingPathComponent(expanded).standardizedFileURL.path
     }
 
-    static func distance(_ a: String, _ b: String) -> Int {
+    public static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a.lowercased()), b = Array(b.lowercased())
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }

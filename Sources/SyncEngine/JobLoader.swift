@@ -57,7 +57,8 @@ public enum JobLoader {
         var tree = root.map(jobNode).map { expand($0, path: "", environment: inputs.environment, reader: &reader) }
         var applied: [AppliedOverride] = []
         if var node = tree, case .mapping = node.value {
-            let overrides = environmentOverrides(inputs.environment, reader: &reader) + setOverrides(inputs.sets, reader: &reader)
+            let overrides = environmentOverrides(inputs.environment, readByTheFile: yaml, reader: &reader)
+                + setOverrides(inputs.sets, reader: &reader)
             for override in overrides {
                 if let named = apply(override.value, at: override.path, origin: override.origin, to: &node,
                                      caseInsensitive: override.origin.hasPrefix(jobEnvironmentPrefix), reader: &reader) {

@@ -40,7 +40,19 @@ extension JobLoader {
         "http": httpScalarKeys,
         "retention": ["days"],
         "simulator": ["seed", "podcasts", "products", "changed", "added", "removed"],
+        "notify": ["url", "on", "attempts", "timeoutSeconds", "backoffSeconds"],
     ]
+
+    /// Every `STORESYNC_` name that sets something, for "did you mean".
+    static var environmentNames: [String] {
+        environmentTopKeys.map { jobEnvironmentPrefix + $0.uppercased() }
+            + environmentSections.sorted { $0.key < $1.key }.flatMap { section, keys in
+                keys.map { "\(jobEnvironmentPrefix)\(section.uppercased())_\($0.uppercased())" }
+            }
+    }
+
+    /// `STORESYNC_` names storesync reads that are not job settings (`run --worker`'s).
+    static let environmentOtherNames: Set<String> = ["STORESYNC_FLEET", "STORESYNC_FLEET_SIZE"]
     static let httpScalarKeys = ["timeoutSeconds", "userAgent", "maxAttempts", "defaultRequestsPerMinute",
                                  "backoffBaseSeconds", "backoffMaxSeconds", "burst", "concurrency",
                                  "circuitBreakerThreshold", "cacheTTLSeconds", "deadlineMinutes"]
@@ -146,7 +158,11 @@ extension JobLoader {
     // MARK: Overrides
 
     /// The `STORESYNC_` variables of `environment` as key paths and values, in name order.
-    static func environmentOverrides(_ environment: [String: String], reader: inout SettingsReader) -> [(path: [String], value: String, origin: String)] {
+    /// A name that is no setting but one or two letters from one is an error
+    /// (a misspelt setting), unless the job file reads it through `${…}`
+    /// (`readByTheFile`: the file's text).
+    static func environmentOverrides(_ environment: [String: String], readByTheFile text: String = "",
+                                     reader: inout SettingsReader) -> [(path: [String], value: String, origin: String)] {
         var out: [(path: [String], value: String, origin: String)] = []
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix(jobEnvironmentPrefix) {
             let rest = name.dropFirst(jobEnvironmentPrefix.count).lowercased()
@@ -155,11 +171,24 @@ extension JobLoader {
                 continue
             }
             let parts = rest.split(separator: "_", maxSplits: 1).map(String.init)
-            // Other STORESYNC_ names are left alone: they are not job settings.
-            guard parts.count == 2, let keys = environmentSections[parts[0]] else { continue }
+            guard parts.count == 2, let keys = environmentSections[parts[0]] else {
+                // A name one or two letters from a setting is that setting misspelt (STORESYNC_OUTPT):
+                // ignored, the night would run with the file's value, and nobody would know. Other
+                // STORESYNC_ names are left alone: a wrapper's or a test suite's own, not job settings.
+                let upper = name.uppercased()
+                if !environmentOtherNames.contains(upper), !text.contains("${\(name)}"), !text.contains("${\(name):-"),
+                   let near = environmentNames.min(by: { SettingsReader.distance($0, upper) < SettingsReader.distance($1, upper) }),
+                   SettingsReader.distance(near, upper) <= 2 {
+                    reader.issue(nil, "", "environment variable \(name) names no setting (did you mean \(near)?); "
+                                 + "unset it, or name a setting: \(environmentNames.joined(separator: ", "))")
+                }
+                continue
+            }
             guard let key = keys.first(where: { $0.lowercased() == parts[1] }) else {
-                reader.issue(nil, parts[0], "environment variable \(name) names no setting of \(parts[0]); "
-                             + "settable: \(keys.map { "\(jobEnvironmentPrefix)\(parts[0].uppercased())_\($0.uppercased())" }.joined(separator: ", "))")
+                let names = keys.map { "\(jobEnvironmentPrefix)\(parts[0].uppercased())_\($0.uppercased())" }
+                let hint = SettingsReader.suggestion(for: name.uppercased(), among: names).map { " (did you mean \($0)?)" } ?? ""
+                reader.issue(nil, parts[0], "environment variable \(name) names no setting of \(parts[0])\(hint); "
+                             + "settable: \(names.joined(separator: ", "))")
                 continue
             }
             out.append(([parts[0], key], value, name))

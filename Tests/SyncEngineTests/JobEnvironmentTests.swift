@@ -119,6 +119,37 @@ import TestSupport
         #expect(found.contains { $0.message.contains("STORESYNC_HTTP_TIMEOUT names no setting") })
     }
 
+    /// Issue 29, finding 6: a setting's name misspelt is not ignored in silence (the night
+    /// would run with the file's value); a name far from every setting (a wrapper's, a test
+    /// suite's), one storesync reads itself, and one the file reads through `${…}` are left alone.
+    @Test func aMisspeltOverrideIsAnErrorWithDidYouMean() throws {
+        for (name, meant) in [("STORESYNC_OUTPT", "STORESYNC_OUTPUT"), ("STORESYNC_STROE", "STORESYNC_STORE"),
+                              ("STORESYNC_ARTWORK_SIZE", "STORESYNC_ARTWORKSIZE"), ("STORESYNC_NOTIFYURL", "STORESYNC_NOTIFY_URL"),
+                              ("STORESYNC_HTTP_TIMEOUTSECOND", "STORESYNC_HTTP_TIMEOUTSECONDS")] {
+            let found = issues(env: ["STATE_DIR": "/a", name: "/x"])
+            #expect(found.contains { $0.message.contains("\(name) names no setting") && $0.message.contains("did you mean \(meant)?") },
+                    "\(name): \(found.map(\.message))")
+        }
+        let leftAlone = ["STORESYNC_REQUIRE_POSTGRES": "1", "STORESYNC_SOAK_NIGHTS": "30", "STORESYNC_FLEET": "n1",
+                         "STORESYNC_FLEET_SIZE": "4", "STORESYNC_LOG_FORMAT": "json", "STORESYNC_EXECUTABLE": "/x"]
+        #expect(issues(env: leftAlone.merging(["STATE_DIR": "/a"]) { $1 }).isEmpty)
+        // Read by the file itself: its own variable, not a setting.
+        let reads = Self.base.replacingOccurrences(of: "${STATE_DIR}/snapshot.sqlite", with: "${STORESYNC_STOR}/snapshot.sqlite")
+        #expect(try load(reads, env: ["STORESYNC_STOR": "/mine", "STATE_DIR": "/a"]).storePath == "/mine/snapshot.sqlite")
+    }
+
+    /// `notify` is set like every other key: by the environment and by `--set`.
+    @Test func notifyIsSettableByAnOverride() throws {
+        let fromEnvironment = try load(env: ["STATE_DIR": "/a", "STORESYNC_NOTIFY_URL": "https://hooks.example.com/t/1",
+                                             "STORESYNC_NOTIFY_ON": "always", "STORESYNC_NOTIFY_ATTEMPTS": "2"])
+        #expect(fromEnvironment.notify?.url.absoluteString == "https://hooks.example.com/t/1")
+        #expect(fromEnvironment.notify?.on == .always && fromEnvironment.notify?.attempts == 2)
+        let fromSet = try load(env: ["STATE_DIR": "/a"], sets: ["notify.url=https://hooks.example.com/t/2", "notify.timeoutSeconds=3"])
+        #expect(fromSet.notify?.url.absoluteString == "https://hooks.example.com/t/2" && fromSet.notify?.timeoutSeconds == 3)
+        #expect(issues(env: ["STATE_DIR": "/a", "STORESYNC_NOTIFY_ON": "sometimes", "STORESYNC_NOTIFY_URL": "https://h.example.com/"])
+            .contains { $0.keyPath.hasPrefix("notify") })
+    }
+
     // MARK: --set
 
     @Test func setOverridesAFileValueAndTheEnvironment() throws {
