@@ -109,7 +109,14 @@ public enum MachineOutput {
         guard backend.exists(job.storePath) else {
             throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
         }
-        let store = try backend.openReadOnly(job.storePath)
+        return try writeChanges(job: job, store: try backend.openReadOnly(job.storePath), runID: runID, format: format, to: fd)
+    }
+
+    /// ``writeChanges(job:runID:format:to:store:)`` from an open store; `dryRun`:
+    /// the changes of a dry run's store copy, which a run would write (the JSON
+    /// says `"dryRun": true`, the text says so in its first line).
+    static func writeChanges(job: JobSpec, store: any SnapshotStore, runID: Int64?, format: ChangesFormat, to fd: Int32,
+                             dryRun: Bool = false) throws(StoreSyncError) -> (run: Int64, rows: Int) {
         let run: RunRow
         if let runID {
             guard let found = try store.run(runID) else {
@@ -135,14 +142,17 @@ public enum MachineOutput {
                 rows = try CSVExport.writeChanges(runID: run.id, store: store, options: options, into: &sink)
             case .json:
                 // Streamed one change at a time: a night's change log can be large.
-                try sink.write("{\n  \"job\": \(CanonicalJSON.string(.string(job.name))),\n  \"run\": \(run.id),\n  \"changes\": [")
+                try sink.write("{\n  \"job\": \(CanonicalJSON.string(.string(job.name))),\n  \"run\": \(run.id),\n"
+                               + (dryRun ? "  \"dryRun\": true,\n" : "") + "  \"changes\": [")
                 try store.forEachChange(runID: run.id, order: .record) { change in
                     try sink.write((rows == 0 ? "\n    " : ",\n    ") + CanonicalJSON.string(changeJSON(change)))
                     rows += 1
                 }
                 try sink.write(rows == 0 ? "]\n}\n" : "\n  ]\n}\n")
             case .text:
-                try sink.write("run \(run.id) (\(run.status.rawValue), started \(ISO8601DateFormatter().string(from: run.startedAt)))\n")
+                try sink.write(dryRun
+                    ? "changes a run would write (dry run of run \(run.id); nothing was written):\n"
+                    : "run \(run.id) (\(run.status.rawValue), started \(ISO8601DateFormatter().string(from: run.startedAt)))\n")
                 try store.forEachChange(runID: run.id, order: .record) { change in
                     var line = "\(change.op) \(change.source) \(change.entity) \(ExportText.clean(change.key))"
                     if let field = change.field {

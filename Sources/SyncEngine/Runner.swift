@@ -85,6 +85,10 @@ public struct RunOptions: Sendable {
     public var night: Int?
     /// Crawl and diff against a copy of the store; write no file, change nothing.
     public var dryRun: Bool
+    /// A dry run lists the changes a run would write, as `storesync changes`
+    /// prints them (text or JSON), to this open descriptor, before its store
+    /// copy is discarded; nil lists none.
+    public var dryRunChanges: (format: MachineOutput.ChangesFormat, fileDescriptor: Int32)?
     /// Told about every stored page and finished scope.
     public var progress: (@Sendable (RunProgress) -> Void)?
     /// Start over on purpose: accept a missing or empty store where one with
@@ -234,6 +238,11 @@ public struct Runner: Sendable {
         try checkStoreHistory(store, evidence: evidence, options)
         var report = try await run(options, store: store, exports: false)
         report.dryRun = true
+        if let listing = options.dryRunChanges {
+            // Read from the copy while it exists: exactly what the run would have logged.
+            _ = try MachineOutput.writeChanges(job: job, store: store, runID: report.runID, format: listing.format,
+                                               to: listing.fileDescriptor, dryRun: true)
+        }
         return report
     }
 

@@ -90,7 +90,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Crawl this simulated night instead of the next one (jobs with a simulator only).")
     var night: Int?
 
-    @Flag(help: "Crawl and diff against a throwaway copy of the store: print what would change and the requests made; write nothing.")
+    @Flag(help: "Crawl and diff against a throwaway copy of the store: list the changes a run would write (as `changes` does; JSON with --json) and the requests made; write nothing.")
     var dryRun = false
 
     @Option(help: ArgumentHelp("Stop the crawl at a page boundary after this many minutes (overrides http.deadlineMinutes): the run is partial (exit 2) and the next run resumes it.", valueName: "minutes"))
@@ -99,7 +99,7 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")
     var noProgress = false
 
-    @Flag(help: "Print the run report as JSON on standard output and nothing else there (the schema of report.json: docs/cli-json.md); the summary goes to standard error unless -q.")
+    @Flag(help: "Print the run report as JSON on standard output and nothing else there (the schema of report.json: docs/cli-json.md; with --dry-run, the changes it would write); the summary goes to standard error unless -q.")
     var json = false
 
     @Flag(help: "Start over with a new store where one with history is missing or empty (refused otherwise); refused on a store that holds history.")
@@ -129,7 +129,6 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         // The dry run's store copy is gone when it ends, and the report is read from the store.
-        if json && dryRun { throw ValidationError("--json cannot be combined with --dry-run") }
         if worker && dryRun { throw ValidationError("--worker cannot be combined with --dry-run") }
         if !worker && (fleet != nil || workerName != nil || fleetSize != nil) {
             throw ValidationError("--fleet, --worker-name and --fleet-size need --worker")
@@ -147,6 +146,8 @@ struct Run: AsyncParsableCommand {
             let signals = GracefulStop(job: spec)
             defer { withExtendedLifetime(signals) {} }
             var options = RunOptions(night: night, dryRun: dryRun, newStore: newStore, stop: signals.stop)
+            // A dry run lists what it would write, in `changes`' form: JSON on stdout with --json, else text.
+            if dryRun { options.dryRunChanges = (json ? .json : .text, STDOUT_FILENO) }
             options.takeOverFrom = takeOverFrom
             options.deadlineMinutes = deadline
             if worker { options.worker = Self.workerOptions(fleet: fleet, name: workerName, lease: lease, size: fleetSize) }
@@ -156,7 +157,10 @@ struct Run: AsyncParsableCommand {
                 options.progress = { event in display.handle(event) }
             }
             let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).run(options)
-            if json {
+            if json && dryRun {
+                // Its changes are stdout's one document (no report: the store copy is gone).
+                if !logging.quiet || report.outcome != .ok { printToStandardError(report.summaryText) }
+            } else if json {
                 print(try MachineOutput.runReportJSON(job: spec, runID: report.runID, report: report), terminator: "")
                 if !logging.quiet || report.outcome != .ok { printToStandardError(report.summaryText) }
             } else if !logging.quiet {

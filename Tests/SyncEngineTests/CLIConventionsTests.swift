@@ -178,9 +178,23 @@ import TestSupport
         let scopes = document["scopes"] as? [[String: Any]] ?? []
         #expect(!scopes.isEmpty && scopes.allSatisfy { $0["state"] as? String == "complete" }, "\(status)")
 
-        // The dry run's store copy is gone when it ends: refused as an argument error.
-        let dry = try await cli(job, ["run", job.jobPath, "--dry-run", "--json"])
-        #expect(dry.termination == .exited(64), "\(dry)")
+        // A dry run lists the changes it would write, in `changes`' form (issue 29, finding 8):
+        // JSON on stdout with --json, text otherwise; and the run of that night writes exactly them.
+        let dry = try await cli(job, ["run", job.jobPath, "--night", "3", "--dry-run", "--json", "-q"])
+        #expect(dry.termination == .exited(0), "\(dry)")
+        let listed = try #require(try JSONParser.parse(Array(dry.stdout.utf8)).objectValue, "\(dry.stdout)")
+        #expect(listed["dryRun"] == .bool(true) && listed["run"] == .int(3) && listed["job"] == .string("clitest"), "\(listed)")
+        let wouldWrite = try #require(listed["changes"]?.arrayValue)
+        #expect(!wouldWrite.isEmpty, "the simulator changes records every night")
+        let text = try await cli(job, ["run", job.jobPath, "--night", "3", "--dry-run", "--no-progress"])
+        #expect(text.termination == .exited(0), "\(text)")
+        #expect(text.stdout.hasPrefix("changes a run would write (dry run of run 3; nothing was written):\n"), "\(text.stdout.prefix(200))")
+        #expect(text.stdout.contains("\n\(wouldWrite.count) changes\n"), "\(text.stdout.suffix(300))")
+        let real = try await cli(job, ["run", job.jobPath, "--night", "3", "-q"])
+        #expect(real.termination == .exited(0), "\(real)")
+        let written = try await cli(job, ["changes", job.jobPath, "--run", "3", "--json"])
+        let logged = try #require(try JSONParser.parse(Array(written.stdout.utf8))["changes"]?.arrayValue)
+        #expect(logged == wouldWrite, "the dry run listed \(wouldWrite.count) changes, the run wrote \(logged.count)")
     }
 
     @Test(.timeLimit(.minutes(2)))
