@@ -110,6 +110,9 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
         public static let storeOfAnotherJob = Code("store-of-another-job")
         /// The store's file was removed or replaced while a run wrote it.
         public static let storeLost = Code("store-lost")
+        /// The store's server could not be reached or refused the connection (PostgreSQL down,
+        /// a wrong password, TLS refused): nothing was read or written; the next run tries again.
+        public static let storeUnreachable = Code("store-unreachable")
     }
 
     public var code: Code
@@ -239,6 +242,12 @@ extension StoreSyncError {
     }
 
     /// The snapshot store failed.
+    /// The store's server could not be reached (``Code/storeUnreachable``).
+    public static func storeUnreachable(path: String, reason: String, remedy: String? = nil,
+                                        cause: (any Error & Sendable)? = nil) -> StoreSyncError {
+        StoreSyncError(.storeUnreachable, reason, place: .store(path), remedy: remedy, cause: cause)
+    }
+
     public static func storage(path: String, reason: String, remedy: String? = nil,
                                cause: (any Error & Sendable)? = nil) -> StoreSyncError {
         StoreSyncError(.storage, reason, place: .store(path), remedy: remedy, cause: cause)

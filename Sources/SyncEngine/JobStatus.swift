@@ -24,6 +24,17 @@ public struct JobStatus: Sendable {
         status.lockedBy = backend.lockHolder(job.storePath)
         let evidence = backend.historyEvidence(job.storePath) ?? OutputMarker(job: job).evidence()
         let command = "storesync run \(job.file)"
+        // A server that cannot be reached says nothing about whether the store exists:
+        // `status` says it is unreachable, as `run` does, never "no runs yet".
+        if PostgresLocation.isPostgres(job.storePath) {
+            do {
+                _ = try backend.openReadOnly(job.storePath)
+            } catch where error.code == .storeUnreachable {
+                throw error
+            } catch {
+                // Reachable, but no store there yet (or another refusal the read below repeats).
+            }
+        }
         guard backend.exists(job.storePath) else {
             if let evidence { throw .historyMissing(store: job.storePath, state: "missing", evidence: evidence, command: command) }
             return status

@@ -181,7 +181,7 @@ struct PostgresConnectTests {
         let server = try TemporaryPostgres.shared()
         let location = try PostgresLocation.parse(server.socketURL(user: "postgres", database: "no_such_db"), environment: [:])
         let error = refusal(location)
-        #expect(error?.code == .storage)
+        #expect(error?.code == .storeUnreachable)
         #expect(error?.message.contains("no_such_db") == true, "\(String(describing: error))")
         #expect(error?.remedy?.contains("createdb") == true)
     }
@@ -192,6 +192,7 @@ struct PostgresConnectTests {
         let location = try PostgresLocation.parse("postgres://sync@/db?host=\(directory.path)", environment: [:])
         let error = refusal(location)
         #expect(error?.remedy?.contains("Is PostgreSQL running") == true, "\(String(describing: error))")
+        #expect(error?.code == .storeUnreachable, "one code for a store that cannot be reached: \(String(describing: error))")
     }
 
     /// A server that accepts and never answers holds the connection no longer than connect_timeout

@@ -25,10 +25,11 @@ import Glibc
         var statusTells: Bool = true
     }
 
-    static func yaml(_ receiver: WebhookReceiver, simulator: String, sources: String, maxAttempts: Int = 1) -> String {
+    static func yaml(_ receiver: WebhookReceiver, simulator: String, sources: String, maxAttempts: Int = 1,
+                     store: String = "store/snapshot.sqlite") -> String {
         """
         name: matrix
-        store: store/snapshot.sqlite
+        store: \(store)
         output: out
         simulator: \(simulator)
         http: { maxAttempts: \(maxAttempts), timeoutSeconds: 10 }
@@ -116,7 +117,8 @@ import Glibc
                 "\(label): status --json \(told["status"] ?? .null) \(told["exitCode"] ?? .null)")
         let text = try await cli(job, ["status", job.jobPath])
         // For people: the status word in the runs table, or the refusal's own sentence.
-        let sentence = ["history-missing": "but it held history", "invalid-job": "invalid job file"][expected.status]
+        let sentence = ["history-missing": "but it held history", "invalid-job": "invalid job file",
+                        "store-unreachable": "could not connect"][expected.status]
         #expect(sentence.map { text.stderr.contains($0) } ?? text.stdout.contains(" \(expected.status) "),
                 "\(label): status \(text.stdout) \(text.stderr)")
         // `status` exits 0 when it could read the store; else as `run` did.
@@ -207,6 +209,19 @@ import Glibc
         let whole = try JSONParser.parse(Array(resumed.stdout.utf8))
         #expect(whole["attempts"] == .int(2))
         #expect((whole["requests"]?["total"]?.intValue ?? 0) > first && first > 0, "\(first) then \(whole["requests"] ?? .null)")
+
+        // The store's server cannot be reached (nothing listens on the PostgreSQL socket named).
+        let nowhere = TestPaths.temporaryDirectory("matrix-no-server")
+        cleanup.append(nowhere)
+        let unreachableJob = try KillTestJob(label: "matrix-unreachable", binary: binary,
+                                             yaml: Self.yaml(receiver, simulator: clean, sources: Self.market,
+                                                             store: "postgres://sync@/db?host=\(nowhere.path)"))
+        cleanup.append(unreachableJob.directory)
+        before = receiver.requests.count
+        let unreachable = try await cli(unreachableJob, ["run", unreachableJob.jobPath, "--json", "-q", "--no-progress"])
+        try await expectOneAccount("store unreachable", unreachableJob, unreachable,
+                                   Expected(status: "store-unreachable", exitCode: 1, reports: false),
+                                   receiver: receiver, webhooksBefore: before)
 
         // An invalid job: nothing began, no webhook can be read from it.
         let invalidJob = try job("invalid", simulator: clean, sources: "  - {name: m, kind: marketplac}")

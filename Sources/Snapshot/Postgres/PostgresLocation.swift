@@ -370,19 +370,19 @@ package struct PostgresLocation: Sendable {
         case .variable(let name): "Check the variable \(name) and the user \(username)"
         }
         if let channelError = ((error as? PSQLError)?.underlying ?? error) as? ChannelError, case .connectTimeout = channelError {
-            return .storage(path: redacted, reason: "could not connect: no answer within \(connectTimeoutSeconds) s",
+            return .storeUnreachable(path: redacted, reason: "could not connect: no answer within \(connectTimeoutSeconds) s",
                             remedy: running + "; connect_timeout= in the URL sets the wait")
         }
         guard let psql = error as? PSQLError else {
-            return .storage(path: redacted, reason: "could not connect: \(error)", remedy: running, cause: Described(error))
+            return .storeUnreachable(path: redacted, reason: "could not connect: \(error)", remedy: running, cause: Described(error))
         }
         if psql.code == .sslUnsupported {
-            return .storage(path: redacted, reason: "could not connect: the server does not offer TLS",
+            return .storeUnreachable(path: redacted, reason: "could not connect: the server does not offer TLS",
                             remedy: "Turn on ssl on the server, or write sslmode=disable in the URL if the network "
                                 + "to it is trusted (plain text)")
         }
         if psql.code == .authMechanismRequiresPassword {
-            return .storage(path: redacted, reason: "could not connect: the server asks for a password", remedy: passwordHint)
+            return .storeUnreachable(path: redacted, reason: "could not connect: the server asks for a password", remedy: passwordHint)
         }
         if psql.code == .server, let info = psql.serverInfo {
             let message = info[.message] ?? "error"
@@ -391,7 +391,7 @@ package struct PostgresLocation: Sendable {
             let remedy = state.hasPrefix("28") ? passwordHint + "; the server's pg_hba.conf decides who may connect from where"
                 : state == "3D000" ? "Create the database \(database) (createdb \(database)) or fix its name in the URL"
                 : running
-            return .storage(path: redacted, reason: "could not connect: the server said: \(message)", remedy: remedy)
+            return .storeUnreachable(path: redacted, reason: "could not connect: the server said: \(message)", remedy: remedy)
         }
         if let underlying = psql.underlying {
             if underlying is NIOSSLError || underlying is NIOSSLExtraError || underlying is BoringSSLError {
@@ -399,15 +399,15 @@ package struct PostgresLocation: Sendable {
                 let what = (underlying as? NIOSSLExtraError) == .failedToValidateHostname
                     ? "the server's certificate does not name \(hostForTools)"
                     : "the server's certificate was not accepted: is it signed by \(roots)?"
-                return .storage(path: redacted, reason: "could not connect: TLS failed: \(what)",
+                return .storeUnreachable(path: redacted, reason: "could not connect: TLS failed: \(what)",
                                 remedy: "The certificate must be signed by \(roots) and name the host written in the URL; "
                                     + "point sslrootcert= at the PEM file of the CA that signed it",
                                 cause: Described(underlying))
             }
-            return .storage(path: redacted, reason: "could not connect: \(underlying)", remedy: running)
+            return .storeUnreachable(path: redacted, reason: "could not connect: \(underlying)", remedy: running)
         }
         // PSQLError's description is generic on purpose; its reflection carries the details.
-        return .storage(path: redacted, reason: "could not connect: \(psql.code)", remedy: running,
+        return .storeUnreachable(path: redacted, reason: "could not connect: \(psql.code)", remedy: running,
                         cause: Described(String(reflecting: psql)))
     }
 
