@@ -69,7 +69,8 @@ extension SQLSnapshotStore {
                finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                status: RunStatus(rawValue: row["status"]) ?? .failed, attempts: row["attempts"], message: row["message"], totals: totals(row),
                exportsPending: (row["exported"] as Int? ?? 1) == 0 && row["status"] != RunStatus.running.rawValue,
-               stopped: row["status"] == RunStatus.running.rawValue ? row["stopped"] : nil)
+               // A PostgreSQL store of schema 1 read without upgrading it (`status`) has no such column.
+               stopped: row["status"] == RunStatus.running.rawValue && row.names.contains("stopped") ? row["stopped"] : nil)
     }
 
     static func totals(_ row: SQLRow) -> RunTotals {
