@@ -270,9 +270,9 @@ public struct Runner: Sendable {
             if run.resumed {
                 logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
             }
+            // A resumed run's account is the night's: what the attempts before this one spent, read before it adds its own.
+            let earlier = run.resumed ? try earlierAttempts(of: run, store: store) : nil
             phase = try await crawl(run: run, store: store, options: options)
-            // A resumed run's account is the night's, every attempt that recorded its own included.
-            let earlier = run.resumed ? try store.run(run.id)?.totals : nil
             if let earlier { phase.totals.requests.add(earlier.requests) }
             if let reason = options.stop?.requested {
                 return try stoppedReport(run: run, phase: phase, stopped: reason, store: store, started: started,
@@ -430,6 +430,18 @@ public struct Runner: Sendable {
         report.enclosures = reportedEnclosures
         report.notices = try store.schemaChanges(runID: run.id).map(\.description) + lintNotices
         return report
+    }
+
+    /// What the earlier attempts of a resumed run spent. An attempt that ended
+    /// (finished its crawl, or stopped by a signal or its deadline) recorded
+    /// its totals; one killed without a word recorded none, but every page it
+    /// committed counted its requests per source: the night's requests so far
+    /// are the larger of the two.
+    func earlierAttempts(of run: RunInfo, store: any SnapshotStore) throws(StoreSyncError) -> RunTotals {
+        var totals = try store.run(run.id)?.totals ?? RunTotals()
+        let committed = try store.sourceCounts(runID: run.id).reduce(0) { $0 + $1.requests }
+        totals.requests.requests = max(totals.requests.requests, committed)
+        return totals
     }
 
     /// The report of a run stopped early at a page boundary: by a signal

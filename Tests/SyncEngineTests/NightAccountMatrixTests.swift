@@ -125,6 +125,34 @@ import Glibc
         #expect(text.termination == .exited(document["runs"] == nil ? expected.exitCode : 0), "\(label): status \(text)")
     }
 
+    /// Issue 29, finding 4: a night killed mid-crawl and resumed counts the
+    /// requests of both attempts, at least what one uninterrupted night makes
+    /// (the killed attempt recorded no totals; its committed pages did).
+    @Test(.timeLimit(.minutes(3)))
+    func aKilledAndResumedNightCountsEveryAttemptsRequests() async throws {
+        let receiver = try WebhookReceiver()
+        defer { receiver.stop() }
+        let binary = try StoresyncExecutable.locate()
+        let slow = "{ seed: 5, podcasts: 10, products: 300, faults: [\"latency:150\"] }"
+        let killed = try KillTestJob(label: "matrix-killed", binary: binary, yaml: Self.yaml(receiver, simulator: slow, sources: Self.market))
+        let twin = try KillTestJob(label: "matrix-twin", binary: binary, yaml: Self.yaml(receiver, simulator: slow, sources: Self.market))
+        defer { for job in [killed, twin] { try? FileManager.default.removeItem(at: job.directory) } }
+
+        let started = try Started(killed, ["run", killed.jobPath, "--json", "-v", "--no-progress"])
+        try await started.waitFor("page 2:")
+        started.signal(SIGKILL)
+        #expect(await started.finish().termination == .signaled(SIGKILL))
+        let resumed = try await cli(killed, ["run", killed.jobPath, "--json", "-q", "--no-progress"])
+        #expect(resumed.termination == .exited(0), "\(resumed)")
+        let whole = try JSONParser.parse(Array(resumed.stdout.utf8))
+        #expect(whole["attempts"] == .int(2), "\(whole["attempts"] ?? .null)")
+
+        let once = try await cli(twin, ["run", twin.jobPath, "--json", "-q", "--no-progress"])
+        let uninterrupted = try JSONParser.parse(Array(once.stdout.utf8))["requests"]?["total"]?.intValue ?? 0
+        let counted = whole["requests"]?["total"]?.intValue ?? 0
+        #expect(uninterrupted > 0 && counted >= uninterrupted, "killed and resumed: \(counted) requests; one night: \(uninterrupted)")
+    }
+
     @Test(.timeLimit(.minutes(5)))
     func everyOutcomeIsToldAlikeByEverySurface() async throws {
         let receiver = try WebhookReceiver()
