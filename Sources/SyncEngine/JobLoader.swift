@@ -92,7 +92,7 @@ public enum JobLoader {
     static func jobNode(_ node: Node) -> JobNode {
         let value: JobNode.Value
         switch node {
-        case .scalar(let scalar):
+        case .scalar:
             value = .scalar(typedScalar(node))
         case .sequence(let sequence):
             value = .sequence(sequence.map(jobNode))
