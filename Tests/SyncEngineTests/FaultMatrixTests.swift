@@ -221,7 +221,11 @@ import TestSupport
                 try expectSafeExports(directory, "\(fault) run")
                 // Invariant 1 under faults: the same night again, same faults, writes nothing.
                 let again = try await run(directory, config: faulty, night: Self.night)
-                #expect(again.report.outcome == .ok, "\(fault): repeated run \(again.report.errors)")
+                // The faults fire by chance per request (half of them): a page can fail every
+                // attempt of the repeat where the first run's did not (seen under load with
+                // `timeout`). Then the repeat is partial and says why; either way it writes nothing.
+                #expect(again.report.outcome == .ok || (again.report.outcome == .partial && !again.report.errors.isEmpty),
+                        "\(fault): repeated run \(again.report.outcome) \(again.report.errors)")
                 #expect(again.report.recordRowsWritten == 0, "\(fault): a repeated night wrote \(again.report.recordRowsWritten) rows")
             case .partial, .failed, .running:
                 let errors = report.sources.flatMap(\.errors)
