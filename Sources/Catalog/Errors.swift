@@ -241,13 +241,13 @@ extension StoreSyncError {
         return error
     }
 
-    /// The snapshot store failed.
     /// The store's server could not be reached (``Code/storeUnreachable``).
     public static func storeUnreachable(path: String, reason: String, remedy: String? = nil,
                                         cause: (any Error & Sendable)? = nil) -> StoreSyncError {
         StoreSyncError(.storeUnreachable, reason, place: .store(path), remedy: remedy, cause: cause)
     }
 
+    /// The snapshot store failed.
     public static func storage(path: String, reason: String, remedy: String? = nil,
                                cause: (any Error & Sendable)? = nil) -> StoreSyncError {
         StoreSyncError(.storage, reason, place: .store(path), remedy: remedy, cause: cause)

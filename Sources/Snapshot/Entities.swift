@@ -406,6 +406,7 @@ extension SQLSnapshotStore {
                 guard !moves.isEmpty else { continue }
                 let entity = mapping.entity(of: kind)
                 let sighting = Sighting(source: source, kind: kind, role: mapping.role(kind))
+                var history: [(old: String, new: String)] = []
                 for (old, new) in moves {
                     try writer.detach(sighting, entity: entity, key: old)
                     let taken = try db.value(as: Bool.self, "SELECT EXISTS (SELECT 1 FROM records WHERE source = ? AND entity = ? AND key = ?)",
@@ -423,10 +424,18 @@ extension SQLSnapshotStore {
                             AND consumer IN (SELECT consumer FROM pending_inputs WHERE entity = ? AND key = ?)
                         """, [kind.rawValue, old, kind.rawValue, new])
                     try db.execute("UPDATE pending_inputs SET key = ? WHERE entity = ? AND key = ?", [new, kind.rawValue, old])
-                    if !taken {
-                        try db.execute("UPDATE changes SET key = ? WHERE entity = ? AND key = ?", [new, entity.rawValue, old])
-                    }
+                    if !taken { history.append((old, new)) }
                     moved[source, default: [:]][RecordIdentity(entity: kind, key: old)] = new
+                }
+                // The change log has no index on every row's key: one pass per slice of
+                // keys, not one per record (a store's log outgrows its episodes many times).
+                for start in stride(from: 0, to: history.count, by: 200) {
+                    let slice = history[start..<min(start + 200, history.count)]
+                    let cases = repeatElement("WHEN ? THEN ?", count: slice.count).joined(separator: " ")
+                    try db.execute("""
+                        UPDATE changes SET key = CASE key \(cases) END
+                        WHERE entity = ? AND key IN (\(repeatElement("?", count: slice.count).joined(separator: ", ")))
+                        """, slice.flatMap { [$0.old, $0.new] as [any SQLArgument] } + [entity.rawValue] + slice.map(\.old))
                 }
             }
         }

@@ -1,3 +1,4 @@
+import Catalog
 import Foundation
 import SyncEngine
 
@@ -38,16 +39,12 @@ final class GracefulStop: Sendable {
 
     deinit { task.cancel() }
 
-    /// The signals that ask a run to stop.
-    static let stopSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    /// The signals that ask a run to stop: the table the store's `stopped` and the exit codes are read by.
+    static let stopSignals: [Int32] = NightOutcome.stopSignals.map(\.number)
 
     /// "SIGINT", "SIGTERM" or "SIGHUP", as the summary and the store name the reason.
     static func name(of signal: Int32) -> String {
-        switch signal {
-        case SIGINT: "SIGINT"
-        case SIGHUP: "SIGHUP"
-        default: "SIGTERM"
-        }
+        NightOutcome.stopSignals.first { $0.number == signal }?.name ?? "SIGTERM"
     }
 
     /// The shell's convention: 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).

@@ -156,6 +156,8 @@ import TestSupport
         for (table, columns) in [("records", "source, entity, key, hash, payload, added_run, changed_run"),
                                  ("entities", "entity, key, fields, sources, added_run, changed_run"),
                                  ("misses", "source, entity, key, count"),
+                                 // Night 1's history followed its episodes to their new keys.
+                                 ("changes WHERE run_id = 1", "source, entity, key, op, field, before, after"),
                                  ("changes WHERE run_id = 2", "source, entity, key, op, field, before, after")] {
             let sql = "SELECT \(columns) FROM \(table)"
             let ours = try Self.rows(upgraded.storePath, sql)
