@@ -254,6 +254,14 @@ package struct Benchmark: Sendable {
         for suffix in ["", "-wal", "-shm", ".lock", ".history"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
+    /// ``remove(_:)`` for a store a job exports from: the job's output folder
+    /// keeps a history marker of its own, which refuses a missing store as the
+    /// store's own marker does.
+    func retire(_ store: String, output: String) {
+        remove(store)
+        try? FileManager.default.removeItem(atPath: "\(output)/.storesync-history")
+    }
+
     func copyDatabase(_ from: String, _ to: String) throws {
         remove(to)
         try FileManager.default.copyItem(atPath: from, toPath: to)
@@ -274,13 +282,15 @@ package struct Benchmark: Sendable {
 
     /// A records-file job over `file` (through ``catalogLink``) into `store`;
     /// removals on the first miss so night 2 writes exactly changed + removed + added.
+    /// Every such job is one job to storesync (a store belongs to one job): the
+    /// night-2 and export jobs run on copies of the night-1 store.
     func job(name: String, file: String, store: String, exports: String = "") throws -> String {
         try pointCatalog(to: file)
         let path = "\(work)/\(name).yml"
         try """
-            name: bench-\(name)
+            name: bench-records
             store: \(store)
-            output: \(work)/out-\(name)
+            output: \(work)/out-records
             sources:
               - name: catalog
                 kind: records-file
@@ -323,7 +333,7 @@ package struct Benchmark: Sendable {
         let loadJob = try job(name: "load", file: files.night1, store: store)
         log("night-1 load of \(label) records into an empty database")
         if let row = try measure(task: "night-1 load", tool: "storesync", records: n,
-                                 prepare: { remove(store); try pointCatalog(to: files.night1) },
+                                 prepare: { retire(store, output: "\(work)/out-records"); try pointCatalog(to: files.night1) },
                                  [options.executable, "run", loadJob, "-q", "--no-progress"]) { rows.append(row) }
         try copyDatabase(store, loaded)
         let cDB = "\(work)/c.sqlite", cLoaded = "\(work)/c-night1.sqlite"
@@ -445,7 +455,7 @@ package struct Benchmark: Sendable {
                 itemsPerPage: \(perPage)
             """.write(toFile: path, atomically: true, encoding: .utf8)
         var rows: [Row] = []
-        if let row = try measure(task: "HTTP end to end", tool: "storesync", records: n, prepare: { remove(store) },
+        if let row = try measure(task: "HTTP end to end", tool: "storesync", records: n, prepare: { retire(store, output: "\(work)/out-http") },
                                  [options.executable, "run", path, "-q", "--no-progress"]) {
             let written = try SQLSnapshotStore(path: store, readOnly: true).recordCount(of: .listing)
             var row = row
@@ -492,7 +502,7 @@ package struct Benchmark: Sendable {
         package var detail: String
     }
 
-    /// The performance targets (issues 16 and 17), each checked against this run's medians.
+    /// The performance targets (issues 16, 17 and 26), each checked against this run's medians.
     /// A target whose figures were not measured (a task not asked for, a peer
     /// not installed) is left out rather than reported as met.
     package static func targets(_ rows: [Row]) -> [Target] {
@@ -506,14 +516,14 @@ package struct Benchmark: Sendable {
             targets.append(Target(what: what, met: own <= bound * theirs,
                                   detail: String(format: "%.2f s vs %.2f s = %.2f×", own, theirs, own / theirs)))
         }
-        ratio("night-1 load ≤ 0.3× C hash-diff", "night-1 load", "C hash-diff (libsqlite3)", atMost: 0.3)
+        ratio("night-1 load ≤ 0.5× C hash-diff", "night-1 load", "C hash-diff (libsqlite3)", atMost: 0.5)
         ratio("night-2 apply ≤ 0.6× C hash-diff", "night-2 apply", "C hash-diff (libsqlite3)", atMost: 0.6)
         if let apply = median("night-2 apply", "storesync"), let su = median("night-2 apply", "sqlite-utils upsert") {
             targets.append(Target(what: "night-2 apply ≥ 15× faster than sqlite-utils upsert", met: su / apply >= 15,
                                   detail: String(format: "%.1f×", su / apply)))
         }
         if let apply = median("night-2 apply", "storesync"), let low = median("night-2 apply, 0.1% churn", "storesync") {
-            targets.append(Target(what: "0.1% churn ≤ 30% of the 1% night", met: low <= 0.3 * apply,
+            targets.append(Target(what: "0.1% churn ≤ 25% of the 1% night", met: low <= 0.25 * apply,
                                   detail: String(format: "%.2f s vs %.2f s = %.0f%%", low, apply, 100 * low / apply)))
         }
         ratio("CSV export ≤ 0.5× sqlite3 -csv", "CSV export", "sqlite3 -csv", atMost: 0.5)

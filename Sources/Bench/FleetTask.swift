@@ -164,7 +164,7 @@ extension Benchmark {
         var peak = 0
         var figures = RunFigures(pages: 0, throttled: 0)
         for _ in 0..<options.repetitions {
-            remove(store)
+            retire(store, output: "\(work)/out-fleet")
             let m = try ProcessMeasure.run([options.executable, "run", job, "-q", "--no-progress", "--json",
                                             "--set", "http.userAgent=storesync-bench-single"],
                                            stdoutPath: report, stderrPath: stderrLog)
