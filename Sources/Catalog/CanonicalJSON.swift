@@ -81,6 +81,34 @@ package enum CanonicalJSON {
         }
     }
 
+    /// `members` as parsing their canonical encoding gives them back: an
+    /// integral double below 2^53 is written as an integer, so it reads back
+    /// as one (every other value reads back as it is). A record's decoded
+    /// fields are kept in this form, so that what is mapped from them is what
+    /// would be mapped from its stored payload.
+    package static func readBack(_ members: [String: JSONValue]) -> [String: JSONValue] {
+        guard members.values.contains(where: changesOnReadBack) else { return members }
+        return members.mapValues(readBack)
+    }
+
+    package static func readBack(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .double(let d) where d.rounded() == d && abs(d) < 9_007_199_254_740_992: .int(Int64(d))
+        case .array(let elements) where elements.contains(where: changesOnReadBack): .array(elements.map(readBack))
+        case .object(let members): .object(readBack(members))
+        default: value
+        }
+    }
+
+    private static func changesOnReadBack(_ value: JSONValue) -> Bool {
+        switch value {
+        case .double(let d): d.rounded() == d && abs(d) < 9_007_199_254_740_992
+        case .array(let elements): elements.contains(where: changesOnReadBack)
+        case .object(let members): members.values.contains(where: changesOnReadBack)
+        default: false
+        }
+    }
+
     /// Integral values print without a fraction so a price of `0` and `0.0`
     /// (the marketplace changed its number format between eras) hash alike.
     package static func numberText(_ d: Double) -> String {

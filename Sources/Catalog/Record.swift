@@ -36,6 +36,10 @@ public struct Record: Sendable, Equatable {
     /// order of its own. Not part of the payload or its hash: reordering a
     /// file's columns changes no record.
     public var fieldOrder: [String]?
+    /// The fields `payload` encodes, as the decoder produced them: they travel
+    /// with the record through diff and apply, so nothing downstream parses
+    /// the payload again to map it. Nil for a record rebuilt from stored text.
+    private let decodedFields: [String: JSONValue]?
 
     /// Builds a record from decoded fields, computing the canonical payload and hash.
     public init(entity: EntityKind, key: String, fields: [String: JSONValue], rawHash: ContentHash? = nil,
@@ -47,6 +51,9 @@ public struct Record: Sendable, Equatable {
         self.payload = String(decoding: bytes, as: UTF8.self)
         self.rawHash = rawHash
         self.fieldOrder = fieldOrder
+        // As they read back from the payload (`0.0` is `0`): mapping them must
+        // give what mapping the stored payload gives (a fleet's replay, an upgrade).
+        self.decodedFields = CanonicalJSON.readBack(fields)
     }
 
     /// Rebuilds a record from what the snapshot stored.
@@ -55,11 +62,24 @@ public struct Record: Sendable, Equatable {
         self.key = key
         self.payload = payload
         self.hash = hash
+        self.decodedFields = nil
     }
 
-    /// The payload decoded again (for field-level diffs and exports).
+    /// The record's fields: those it was decoded from, or, for a record
+    /// rebuilt from stored text, its payload parsed.
     public func fields() throws(JSONSyntaxError) -> [String: JSONValue] {
-        try JSONParser.parse(Array(payload.utf8)).objectValue ?? [:]
+        if let decodedFields { return decodedFields }
+        return try JSONParser.parse(Array(payload.utf8)).objectValue ?? [:]
+    }
+
+    /// Whether ``fields()`` returns what the decoder produced, parsing nothing.
+    public var carriesDecodedFields: Bool { decodedFields != nil }
+
+    /// Records are equal when they say the same: whether one still carries
+    /// the fields it was decoded from does not matter.
+    public static func == (a: Record, b: Record) -> Bool {
+        a.entity == b.entity && a.key == b.key && a.payload == b.payload && a.hash == b.hash && a.rawHash == b.rawHash
+            && a.fieldOrder == b.fieldOrder
     }
 }
 

@@ -365,6 +365,8 @@ extension SQLSnapshotStore {
                 let lastRun = try db.value(as: Int64.self, "SELECT max(id) FROM runs") ?? 0
                 // One writer for both steps: on PostgreSQL it remembers the rows it wrote.
                 let writer = try EntityWriter(db, runID: lastRun, logAddedValues: false, owns: ownership)
+                // Both steps read every record's payload, and the rebuild rewrites the entities some share theirs with.
+                try Self.restoreSharedPayloads(db)
                 if remapped {
                     // Pages are read differently now (new fields, new records): what an
                     // unchanged page held last time says nothing about what it holds now.

@@ -33,6 +33,8 @@ private struct FirstLoadRow: Sendable {
     var entityKeyHash: UInt64
     var canonicalText: String
     var canonicalHash: Int64
+    /// What `records.payload` holds: empty when it is `canonicalText` (``SQLSnapshotStore/storedPayload(_:_:)``).
+    var storedPayload: String
     /// What the field registry needs of the row (``FieldRegistryWriter/shape(_:_:order:)``).
     var shape: String
 }
@@ -71,7 +73,7 @@ extension SQLSnapshotStore {
         let rows: [FirstLoadRow] = ParallelChunks.map(records.count) { range in
             range.map { position in
                 let record = records[position]
-                let mapped = MappedRecord(record, mapping)
+                let mapped = MappedRecord(record, mapping, parses: payloadParses)
                 let entity = mapped.canonical.entity
                 let entityKey = EntityWriter.entityKey(entity, record.key, source: page.source)
                 var keyBytes = Array(entity.rawValue.utf8)
@@ -90,6 +92,7 @@ extension SQLSnapshotStore {
                 return FirstLoadRow(fields: mapped.fields, entity: entity, entityKey: entityKey,
                                     entityKeyHash: ContentHash(bytes: keyBytes).rawValue,
                                     canonicalText: text, canonicalHash: hash,
+                                    storedPayload: SQLSnapshotStore.storedPayload(record, mapped),
                                     shape: FieldRegistryWriter.shape(record.entity, mapped.fields, order: record.fieldOrder))
             }
         }.flatMap { $0 }
@@ -148,7 +151,7 @@ extension SQLSnapshotStore {
                     insert.bind(3, record.key)
                     insert.bind(4, page.scope)
                     insert.bind(5, hash)
-                    insert.bind(6, record.payload)
+                    insert.bind(6, row.storedPayload)
                     insert.bind(7, page.runID)
                     insert.bind(8, page.runID)
                     insert.bind(9, rawHash)

@@ -98,10 +98,10 @@ extension SQLSnapshotStore {
             try engine.read { db in
                 let rows: [SQLRow]
                 if let source {
-                    rows = try db.rows("SELECT entity, key, payload, hash FROM records WHERE source = ? ORDER BY entity, key",
+                    rows = try db.rows("SELECT entity, key, \(Self.recordPayloadSQL) AS payload, hash FROM records WHERE source = ? ORDER BY entity, key",
                                             [source])
                 } else {
-                    rows = try db.rows("SELECT entity, key, payload, hash FROM records ORDER BY entity, key")
+                    rows = try db.rows("SELECT entity, key, \(Self.recordPayloadSQL) AS payload, hash FROM records ORDER BY entity, key")
                 }
                 return rows.compactMap { row in
                     EntityKind(rawValue: row["entity"]).map {
@@ -120,7 +120,7 @@ extension SQLSnapshotStore {
                              runID: Int64, consumer: String) throws(StoreSyncError) -> [Catalog.Record] {
         try wrap {
             try engine.read { db in
-                var sql = "SELECT entity, key, payload, hash FROM records WHERE source = ?"
+                var sql = "SELECT entity, key, \(Self.recordPayloadSQL) AS payload, hash FROM records WHERE source = ?"
                 var arguments: [any SQLArgument] = [source]
                 if !entities.isEmpty {
                     sql += " AND entity IN (\(databaseQuestionMarks(count: entities.count)))"

@@ -58,6 +58,12 @@ package final class SQLSnapshotStore: SnapshotStore {
     let fenceLost = Mutex<StoreSyncError?>(nil)
     /// Set while a first load into the empty store runs (``beginBulkLoad()``).
     let firstLoad = Mutex<FirstLoadState?>(nil)
+    /// How many records this store mapped by parsing their payload text
+    /// again, rather than from the fields their decoder produced: zero on a
+    /// night's data path (decode once). A test reads it; records replayed
+    /// from a fleet's staged log are parsed here once, in the process that
+    /// applies them.
+    package let payloadParses = Atomic<Int>(0)
     /// The store's first run: its added entities log no values (the entities
     /// table is exactly what it added, and a million-row baseline would double
     /// the file). Decided by the run, not by how it went, so a resumed first
@@ -613,7 +619,7 @@ package final class SQLSnapshotStore: SnapshotStore {
         let mapped: [MappedRecord?] = ParallelChunks.map(records.count) { range in
             range.map { position -> MappedRecord? in
                 if let stored = preStored[position], stored.hash == records[position].hash.sqliteValue { return nil }
-                return MappedRecord(records[position], mapping)
+                return MappedRecord(records[position], mapping, parses: payloadParses)
             }
         }.flatMap { $0 }
         return { [self] db, written in
@@ -625,8 +631,7 @@ package final class SQLSnapshotStore: SnapshotStore {
             let sqliteInsert = try (db as? GRDBSession).map { RawStatement(try $0.db.cachedStatement(sql: insertSQL)) }
             let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership)
             var registry: FieldRegistryWriter?
-            func merge(_ record: Catalog.Record, _ position: Int) throws {
-                let mappedRecord = mapped[position] ?? MappedRecord(record, mapping)
+            func merge(_ record: Catalog.Record, _ mappedRecord: MappedRecord) throws {
                 let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
                 try entities.upsert(sighting, key: record.key, canonical: mappedRecord.canonical)
                 if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
@@ -658,13 +663,15 @@ package final class SQLSnapshotStore: SnapshotStore {
                 let entity = record.entity.rawValue
                 var digest = StoredDigest(hash: record.hash.sqliteValue, rawHash: record.rawHash?.sqliteValue, rowid: 0)
                 guard let current = written.digests[record.identity] ?? storedDigest else {
+                    let mappedRecord = mapped[position] ?? MappedRecord(record, mapping, parses: payloadParses)
+                    let payload = Self.storedPayload(record, mappedRecord)
                     if let insert = sqliteInsert, let grdb = (db as? GRDBSession)?.db {
                         insert.bind(1, page.source)
                         insert.bind(2, entity)
                         insert.bind(3, record.key)
                         insert.bind(4, page.scope)
                         insert.bind(5, digest.hash)
-                        insert.bind(6, record.payload)
+                        insert.bind(6, payload)
                         insert.bind(7, page.runID)
                         insert.bind(8, page.runID)
                         insert.bind(9, digest.rawHash)
@@ -673,11 +680,11 @@ package final class SQLSnapshotStore: SnapshotStore {
                     } else {
                         digest.rowid = try db.queueInsert(
                             into: "records", columns: Self.recordColumns,
-                            values: [page.source, entity, record.key, page.scope, digest.hash, record.payload,
+                            values: [page.source, entity, record.key, page.scope, digest.hash, payload,
                                      page.runID, page.runID, digest.rawHash], id: "rowid") ?? 0
                     }
                     result.recordRowsWritten += 1
-                    try merge(record, position)
+                    try merge(record, mappedRecord)
                     written.digests[record.identity] = digest
                     result.added += 1
                     continue
@@ -708,13 +715,14 @@ package final class SQLSnapshotStore: SnapshotStore {
                     result.changed += 1
                 }
                 digest.rowid = current.rowid
+                let mappedRecord = mapped[position] ?? MappedRecord(record, mapping, parses: payloadParses)
                 // The row is there (the digest index is the table's, kept in step): one row written.
                 try db.queueUpdate("records", key: .integer("rowid"), current.rowid,
                                    set: [.integer("hash"), .text("payload"), .text("scope"), .integer("changed_run"), .integer("raw_hash")],
-                                   [digest.hash, record.payload, page.scope, page.runID, digest.rawHash])
+                                   [digest.hash, Self.storedPayload(record, mappedRecord), page.scope, page.runID, digest.rawHash])
                 result.recordRowsWritten += 1
                 written.digests[record.identity] = digest
-                try merge(record, position)
+                try merge(record, mappedRecord)
             }
             for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
                 list(identity.entity, identity.key)
@@ -731,6 +739,38 @@ package final class SQLSnapshotStore: SnapshotStore {
     }
 
     static let recordColumns = ["source", "entity", "key", "scope", "hash", "payload", "added_run", "changed_run", "raw_hash"]
+
+    /// What `records.payload` holds for `record`: its canonical JSON, or the
+    /// empty text when that JSON is, byte for byte, the `fields` of the
+    /// entity it is the one sighting of (a records-file row whose mapping
+    /// keeps its fields as they are). Such a row's JSON is then stored once,
+    /// in `entities`, not twice: at a million rows, half of what a load
+    /// writes. ``recordPayloadSQL`` reads it back; an upgrade that rebuilds
+    /// entities first puts it back in place (``restoreSharedPayloads(_:)``).
+    static func storedPayload(_ record: Catalog.Record, _ mapped: MappedRecord) -> String {
+        Self.sharesEntityFields(record, canonical: mapped.canonical, fields: mapped.fields) ? "" : record.payload
+    }
+
+    /// Whether `record`'s payload is the entity row's `fields` text (see ``storedPayload(_:_:)``).
+    static func sharesEntityFields(_ record: Catalog.Record, canonical: CanonicalRecord, fields: [String: JSONValue]) -> Bool {
+        // Only a records-file row's entity is its alone (keyed by its source):
+        // any other may merge a second source's fields into its row.
+        record.entity == .record && canonical.entity == .record && !fields.isEmpty && canonical.fields == fields
+    }
+
+    /// A `records` row's payload in SQL: the row's own, or its entity's fields
+    /// when the row shares them (``storedPayload(_:_:)``).
+    static let recordPayloadSQL = """
+        CASE WHEN records.payload <> '' THEN records.payload ELSE (SELECT e.fields FROM entities e
+            WHERE e.entity = records.entity AND e.key = records.source || ':' || records.key) END
+        """
+
+    /// Writes every shared payload back into its `records` row, before an
+    /// upgrade re-derives the entities from the records (which would
+    /// otherwise read an empty payload for them).
+    static func restoreSharedPayloads(_ db: any SQLSession) throws {
+        try db.execute("UPDATE records SET payload = \(recordPayloadSQL) WHERE payload = ''")
+    }
 
     /// What a record met again in `runID`, not changed by a committed batch
     /// nor this one, held when the run began: what it holds now (`current`),
@@ -783,7 +823,10 @@ struct MappedRecord: Sendable {
     var fields: [String: JSONValue]
     var canonical: CanonicalRecord
 
-    init(_ record: Catalog.Record, _ mapping: SourceMapping) {
+    /// Maps `record`, counting in `parses` a record whose payload had to be
+    /// parsed again (one rebuilt from text, not carrying its decoded fields).
+    init(_ record: Catalog.Record, _ mapping: SourceMapping, parses: borrowing Atomic<Int>) {
+        if !record.carriesDecodedFields { parses.add(1, ordering: .relaxed) }
         fields = (try? record.fields()) ?? [:]
         canonical = mapping.canonical(record.entity, fields)
     }
