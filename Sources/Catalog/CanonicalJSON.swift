@@ -55,14 +55,44 @@ package enum CanonicalJSON {
 
     static func writeObject(_ members: [String: JSONValue], into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
-        // Sorting the members themselves, not the keys, saves a hash lookup per member.
-        for (n, member) in members.sorted(by: { utf8Precedes($0.key, $1.key) }).enumerated() {
+        // Sorted by each key's first 8 UTF-8 bytes as one integer, whole keys
+        // compared only on a tie, and the members reached by index: sorting the
+        // members themselves retained and released two strings per comparison,
+        // a tenth of a cold load.
+        var order: [(prefix: UInt64, index: Dictionary<String, JSONValue>.Index)] = []
+        order.reserveCapacity(members.count)
+        var index = members.startIndex
+        while index != members.endIndex {
+            order.append((utf8Prefix(members[index].key), index))
+            members.formIndex(after: &index)
+        }
+        order.sort { a, b in
+            a.prefix != b.prefix ? a.prefix < b.prefix : utf8Precedes(members[a.index].key, members[b.index].key)
+        }
+        for (n, entry) in order.enumerated() {
             if n > 0 { out.append(UInt8(ascii: ",")) }
+            let member = members[entry.index]
             writeString(member.key, into: &out)
             out.append(UInt8(ascii: ":"))
             write(member.value, into: &out)
         }
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// The first 8 UTF-8 bytes of `key` as a big-endian integer, zero-padded:
+    /// integers order as the byte strings they start (a shorter key's
+    /// padding sorts it first, as its end does), so only equal prefixes need
+    /// the whole keys compared.
+    static func utf8Prefix(_ key: String) -> UInt64 {
+        var key = key
+        return key.withUTF8 { bytes in
+            var prefix: UInt64 = 0
+            for position in 0..<8 {
+                prefix <<= 8
+                if position < bytes.count { prefix |= UInt64(bytes[position]) }
+            }
+            return prefix
+        }
     }
 
     /// Byte order of the UTF-8 encodings (what the canonical form sorts by),

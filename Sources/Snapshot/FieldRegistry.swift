@@ -60,18 +60,15 @@ struct FieldRegistryWriter {
         return order + fields.keys.filter { !listed.contains($0) }.sorted()
     }
 
-    /// What ``note(_:_:order:)`` depends on in a record: its entity and its
-    /// fields' names and kinds, in order. Noting a second record of the same
-    /// shape changes nothing, so a load notes each shape of a page once.
-    static func shape(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) -> String {
-        var shape = entity.rawValue
-        for field in names(fields, order: order) {
-            shape.append("\u{1}")
-            shape.append(field)
-            shape.append("\u{2}")
-            shape.append(fields[field].map { kind(of: $0) ?? "" } ?? noValueKind)
+    /// Whether noting `fields` would change nothing: every field, and every
+    /// column `order` names, is known, and no value widens its field's type.
+    private static func changesNothing(_ known: [String: Known]?, _ fields: [String: JSONValue], order: [String]?) -> Bool {
+        guard let known else { return false }
+        for (field, value) in fields {
+            guard let seen = known[field] else { return false }
+            if let kind = kind(of: value), kind != seen.kind, widened(seen.kind, kind) != seen.kind { return false }
         }
-        return shape
+        return order?.allSatisfy { known[$0] != nil } ?? true
     }
 
     /// Notes the fields of one record, in `order` where the source gives its
@@ -80,6 +77,10 @@ struct FieldRegistryWriter {
     /// whichever row first fills it (or if none does).
     mutating func note(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) throws {
         let name = entity.rawValue
+        // Nearly every record of a source has fields the registry knows, of the
+        // types it knows: checked in any order, with no sort (this runs for every
+        // record a load writes), before the ordered pass that registers.
+        guard !Self.changesNothing(known[name], fields, order: order) else { return }
         for field in Self.names(fields, order: order) {
             let value = fields[field]
             let kind = value.flatMap(Self.kind(of:))

@@ -35,8 +35,6 @@ private struct FirstLoadRow: Sendable {
     var canonicalHash: Int64
     /// What `records.payload` holds: empty when it is `canonicalText` (``SQLSnapshotStore/storedPayload(_:_:)``).
     var storedPayload: String
-    /// What the field registry needs of the row (``FieldRegistryWriter/shape(_:_:order:)``).
-    var shape: String
 }
 
 extension SQLSnapshotStore {
@@ -92,8 +90,7 @@ extension SQLSnapshotStore {
                 return FirstLoadRow(fields: mapped.fields, entity: entity, entityKey: entityKey,
                                     entityKeyHash: ContentHash(bytes: keyBytes).rawValue,
                                     canonicalText: text, canonicalHash: hash,
-                                    storedPayload: SQLSnapshotStore.storedPayload(record, mapped),
-                                    shape: FieldRegistryWriter.shape(record.entity, mapped.fields, order: record.fieldOrder))
+                                    storedPayload: SQLSnapshotStore.storedPayload(record, mapped))
             }
         }.flatMap { $0 }
         // Every record and entity of the page must be new to this run. Both
@@ -134,8 +131,6 @@ extension SQLSnapshotStore {
                     """))
                 var registry = try FieldRegistryWriter(session, source: page.source, runID: page.runID)
                 var sources: [EntityKind: String] = [:]
-                var notedShapes: Set<String> = []
-                var lastShape = ""
                 var written: [(RecordIdentity, StoredDigest?)] = []
                 written.reserveCapacity(records.count)
                 var keyList = ""
@@ -176,11 +171,7 @@ extension SQLSnapshotStore {
                     log.bind(4, row.entityKey)
                     log.bind(5, logAddedValues ? row.canonicalText : nil)
                     try log.execute(db)
-                    // Rows of a file mostly share one shape: compared with the last row's before any hashing.
-                    if row.shape != lastShape, notedShapes.insert(row.shape).inserted {
-                        try registry.note(record.entity, row.fields, order: record.fieldOrder)
-                    }
-                    lastShape = row.shape
+                    try registry.note(record.entity, row.fields, order: record.fieldOrder)
                     result.added += 1
                 }
                 try Self.recordPage(session, page, keyList: keyList, result: result)
@@ -204,7 +195,7 @@ extension SQLSnapshotStore {
             var added: [RecordIdentity] = []
             added.reserveCapacity(identities.count)
             for identity in identities {
-                guard set.insert(identity).inserted else {
+                guard set.insert(identity) else {
                     for identity in added { set.remove(identity) }
                     return false
                 }

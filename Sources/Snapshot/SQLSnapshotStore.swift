@@ -33,7 +33,7 @@ package final class SQLSnapshotStore: SnapshotStore {
     }
     /// Keys seen in the current run, per source: dedup within a run and the
     /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
-    let seen = Mutex<[String: Set<RecordIdentity>]>([:])
+    let seen = Mutex<[String: IdentitySet]>([:])
     /// Per source, what each record the current run changed held when the
     /// run began (its hash): a later version of it in the same run is
     /// counted against that (``BatchWrites/starts``). Records the run added
@@ -355,14 +355,14 @@ package final class SQLSnapshotStore: SnapshotStore {
                     .map { ($0["source"] as String, $0["keys"] as String) }
             }
         }
-        var sets: [String: Set<RecordIdentity>] = [:]
+        var sets: [String: IdentitySet] = [:]
         for (source, keys) in pages {
             sets[source, default: []].formUnion(Self.identities(keys))
         }
         seen.withLock { $0 = sets }
     }
 
-    func seenSnapshot(source: String) -> Set<RecordIdentity> {
+    func seenSnapshot(source: String) -> IdentitySet {
         seen.withLock { $0[source] ?? [] }
     }
 
@@ -603,11 +603,11 @@ package final class SQLSnapshotStore: SnapshotStore {
         let (repeatedRow, repeatedUnchanged, repeatedRaw) = seen.withLock { sets in
             // Sized for every stored record up front: growing a million-key set costs more than filling it.
             var seenSet = sets.removeValue(forKey: page.source)
-                ?? Set(minimumCapacity: max(page.records.count, digests(of: page.source)?.initialCount ?? 0))
+                ?? IdentitySet(minimumCapacity: max(page.records.count, digests(of: page.source)?.initialCount ?? 0))
             defer { sets[page.source] = seenSet }
-            return (page.records.map { !seenSet.insert($0.identity).inserted },
-                    page.unchangedKeys.map { !seenSet.insert($0).inserted },
-                    page.rawUnchanged.map { !seenSet.insert($0).inserted })
+            return (page.records.map { !seenSet.insert($0.identity) },
+                    page.unchangedKeys.map { !seenSet.insert($0) },
+                    page.rawUnchanged.map { !seenSet.insert($0) })
         }
         let (records, repeatedRecord, superseded) = Self.lastOfEachKey(page.records, repeated: repeatedRow)
         let mapping = mapping(for: page.source)

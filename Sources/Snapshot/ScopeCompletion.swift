@@ -106,7 +106,7 @@ extension SQLSnapshotStore {
     /// normal night few records are unseen; where many are (a scope failed),
     /// the per-scope scan of the key index is cheaper than that many queries.
     func unseenMembers(_ db: any SQLSession, runID: Int64, source: String, scope: String,
-                       seen: Set<RecordIdentity>) throws -> [RecordIdentity]? {
+                       seen: IdentitySet) throws -> [RecordIdentity]? {
         if let cached = unseenByScope.withLock({ $0[source] }), cached.runID == runID {
             return cached.byScope.map { $0[scope] ?? [] }
         }
@@ -205,7 +205,7 @@ extension SQLSnapshotStore {
     }
 
     static func removalPass(
-        _ db: any SQLSession, runID: Int64, source: String, scope: String, seen: Set<RecordIdentity>, policy: RemovalPolicy,
+        _ db: any SQLSession, runID: Int64, source: String, scope: String, seen: IdentitySet, policy: RemovalPolicy,
         mapping: SourceMapping, owns: @escaping (Sighting) -> Set<String>, unseen: [RecordIdentity]?,
         removed: inout [RecordIdentity], cascaded: inout [(source: String, identity: RecordIdentity)]
     ) throws -> RemovalResult {

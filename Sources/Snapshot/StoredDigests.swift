@@ -43,7 +43,7 @@ struct StoredDigest: Sendable {
 /// update never copies a million entries.
 final class DigestIndex: Sendable {
     private struct Table {
-        var digests: [RecordIdentity: StoredDigest]
+        var digests: IdentityTable<StoredDigest>
         /// Identities written since the index was read: few on a normal night,
         /// and the only ones a decoder's earlier look can be stale for.
         var rewritten: Set<RecordIdentity> = []
@@ -53,7 +53,7 @@ final class DigestIndex: Sendable {
     /// How many records the index held when it was read (to size the run's seen-set).
     let initialCount: Int
 
-    init(_ digests: [RecordIdentity: StoredDigest]) {
+    init(_ digests: IdentityTable<StoredDigest>) {
         initialCount = digests.count
         table = Mutex(Table(digests: digests))
     }
@@ -61,7 +61,7 @@ final class DigestIndex: Sendable {
     /// Reads every record of `source` through any engine (SQLite's own read is faster: below).
     static func load(_ db: any SQLSession, source: String) throws -> DigestIndex {
         if let grdb = db as? GRDBSession { return try load(grdb.db, source: source) }
-        var digests: [RecordIdentity: StoredDigest] = [:]
+        var digests = IdentityTable<StoredDigest>()
         try db.forEachRow("SELECT entity, key, hash, raw_hash, rowid FROM records WHERE source = ?", [source]) { row in
             guard let entity = EntityKind(rawValue: row[0]) else { return }
             digests[RecordIdentity(entity: entity, key: row[1])] = StoredDigest(hash: row[2], rawHash: row[3], rowid: row[4])
@@ -72,7 +72,7 @@ final class DigestIndex: Sendable {
     /// Reads every record of `source` (the covering key index and the hashes).
     static func load(_ db: Database, source: String) throws -> DigestIndex {
         let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE source = ?", arguments: [source]) ?? 0
-        var digests = [RecordIdentity: StoredDigest](minimumCapacity: count)
+        var digests = IdentityTable<StoredDigest>(minimumCapacity: count)
         // Read through SQLite's C API: GRDB's Row per record was most of the
         // ~0.8 s this read took at 1M records, before any page can be diffed.
         let query = RawStatement(try db.makeStatement(sql: "SELECT entity, key, hash, raw_hash, rowid FROM records WHERE source = ?"))
@@ -115,14 +115,16 @@ final class DigestIndex: Sendable {
     }
 
     /// The identities held that are not in `seen`, or nil past `limit` of them.
-    func identities(notIn seen: Set<RecordIdentity>, limit: Int) -> [RecordIdentity]? {
+    func identities(notIn seen: IdentitySet, limit: Int) -> [RecordIdentity]? {
         table.withLock { table in
             var unseen: [RecordIdentity] = []
-            for identity in table.digests.keys where !seen.contains(identity) {
+            var overLimit = false
+            table.digests.forEach { identity, _ in
+                guard !overLimit, !seen.contains(identity) else { return }
                 unseen.append(identity)
-                if unseen.count > limit { return nil }
+                if unseen.count > limit { overLimit = true }
             }
-            return unseen
+            return overLimit ? nil : unseen
         }
     }
 

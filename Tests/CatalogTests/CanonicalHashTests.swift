@@ -1,5 +1,6 @@
 import Catalog
 import Testing
+import TestSupport
 
 @Suite struct CanonicalHashTests {
     /// Reference values from the xxHash reference implementation (python-xxhash).
@@ -23,6 +24,23 @@ import Testing
         let b = Record(entity: .podcast, key: "1", fields: try JSONParser.parse(#"{"a":"x","c":[1.0,2.5],"b":0}"#).objectValue!)
         #expect(a.payload == #"{"a":"x","b":0,"c":[1,2.5]}"#)
         #expect(a.hash == b.hash)
+    }
+
+    /// Keys sort by their UTF-8 bytes, whatever they share: a common 8-byte
+    /// prefix, a NUL where another key ends, bytes above 0x7F, an empty key.
+    @Test func objectKeysSortByTheirUTF8Bytes() {
+        let alphabet: [String] = ["a", "b", "\u{0}", "é", "😀", "artist", "artistId", "collecti", "collection", "Z", "~", "\u{7f}"]
+        var generator = SeededGenerator(seed: 26)
+        for _ in 0..<300 {
+            var members: [String: JSONValue] = [:]
+            for _ in 0..<Int.random(in: 0...20, using: &generator) {
+                let key = (0..<Int.random(in: 0...4, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+                members[key] = .int(Int64(members.count))
+            }
+            let expected = members.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+            let written = expected.map { CanonicalJSON.string(.string($0)) + ":" + CanonicalJSON.string(members[$0]!) }
+            #expect(CanonicalJSON.string(.object(members)) == "{" + written.joined(separator: ",") + "}")
+        }
     }
 
     @Test func anyContentChangeChangesTheHash() throws {

@@ -2,6 +2,7 @@ import Catalog
 @testable import Connectors
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct CSVValueTests {
     @Test(arguments: [
@@ -105,7 +106,7 @@ import Testing
     /// The UTF-8 check agrees with the standard library's validation on
     /// random byte strings, however the bytes are cut into buffers.
     @Test func utf8CheckAgreesWithTheStandardLibrary() {
-        var generator = SplitMix(seed: 13)
+        var generator = SeededGenerator(seed: 13)
         // Mostly ASCII with every kind of lead and continuation byte mixed in.
         let pool: [UInt8] = Array(0x20...0x7E) + [0x0A, 0x80, 0x8F, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEE,
                                                   0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF]
@@ -157,15 +158,3 @@ import Testing
     }
 }
 
-/// A small deterministic generator (SplitMix64), so failures reproduce.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

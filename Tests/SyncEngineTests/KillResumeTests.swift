@@ -50,7 +50,7 @@ import Darwin
         let binary = try StoresyncExecutable.locate()
         let seed = ProcessInfo.processInfo.environment["STORESYNC_KILL_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 0 ... .max)
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let reference = try KillTestJob(label: "kill-reference", binary: binary)
         let killed = try KillTestJob(label: "kill-killed", binary: binary)
         var log = KillLog(seed: seed, directories: [reference.directory, killed.directory])
@@ -79,7 +79,7 @@ import Darwin
     /// at a random instant, until one ends by itself (the last one is not
     /// killed). After each attempt: the store passes `integrity_check` and
     /// every published export parses.
-    private func killUntilFinished(_ job: KillTestJob, night: Int, killWindow: Double, random: inout SplitMix64,
+    private func killUntilFinished(_ job: KillTestJob, night: Int, killWindow: Double, random: inout SeededGenerator,
                                    log: inout KillLog, exports: inout ExportChecker) async throws {
         for attempt in 1...(Self.killedAttemptsPerNight + 1) {
             let before = try StoreInspector.latestRun(job.storePath)
@@ -172,7 +172,7 @@ import Darwin
     /// exports are all hit in proportion;
     /// one draw in five lands in its first 5% instead — process start, the
     /// lock, migrations, the simulator starting — which a uniform draw rarely hits.
-    private static func killDelay(referenceSeconds: Double, using random: inout SplitMix64) -> Double {
+    private static func killDelay(referenceSeconds: Double, using random: inout SeededGenerator) -> Double {
         let window = Double.random(in: 0..<1, using: &random) < 0.2 ? 0.05 : 0.8
         return Double.random(in: 0..<1, using: &random) * window * referenceSeconds
     }
@@ -436,18 +436,6 @@ final class ChildProcess: Sendable {
     }
 }
 
-/// A small seeded generator (SplitMix64), so a seed replays the same kill delays.
-private struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 // MARK: - What each kill did
 

@@ -1,0 +1,194 @@
+import Catalog
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A map from record identities to a small fixed-size value, laid out for a
+/// million keys and more: every key's bytes in one arena, one dense array of
+/// entries, and an open-addressing array of 32-bit slots pointing into it.
+///
+/// A `[RecordIdentity: StoredDigest]` took ~100 B a key at 1M records (its
+/// table is a power of two, at most three quarters full, of 48-byte
+/// buckets), and the run's `Set<RecordIdentity>` of seen keys ~50 B more;
+/// here a key costs its bytes, 16 B of entry, the value and 8 B of slots.
+/// Removing a key marks its entry removed (the entry and its slot stay, and
+/// the key comes back into the same entry): a run removes few keys, and each
+/// run reads its tables afresh.
+struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
+    private struct Entry: Sendable {
+        /// Where the key's UTF-8 bytes start in ``arena``.
+        var start: Int
+        /// The key's byte count, with ``removedBit`` set once it is removed.
+        var length: UInt32
+        var hash: UInt32
+        var entity: UInt8
+        var value: Value
+    }
+
+    private static var removedBit: UInt32 { 1 << 31 }
+
+    private var arena: [UInt8] = []
+    private var entries: [Entry] = []
+    /// 0 for an empty slot, else an index into ``entries`` plus one. Never
+    /// more than half full, so a probe ends soon.
+    private var slots: [UInt32]
+    /// Keys held (removed ones not counted).
+    private(set) var count = 0
+
+    init(minimumCapacity: Int = 0) {
+        var size = 16
+        while size < 2 * minimumCapacity { size <<= 1 }
+        slots = Array(repeating: 0, count: size)
+        entries.reserveCapacity(minimumCapacity)
+        arena.reserveCapacity(minimumCapacity * 12)
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    private static func entityCode(_ entity: EntityKind) -> UInt8 {
+        UInt8(EntityCodes.all.firstIndex(of: entity)!)
+    }
+
+    private static func hash(_ entity: UInt8, _ key: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        let full = XXH64.hash(key, seed: UInt64(entity))
+        return UInt32(truncatingIfNeeded: full ^ (full >> 32))
+    }
+
+    /// The slot holding `key`, or the empty slot where it would go.
+    private func probe(_ entity: UInt8, _ key: UnsafeBufferPointer<UInt8>, hash: UInt32) -> (slot: Int, entry: Int?) {
+        let mask = slots.count - 1
+        var slot = Int(hash) & mask
+        while true {
+            let held = slots[slot]
+            guard held != 0 else { return (slot, nil) }
+            let index = Int(held - 1)
+            let entry = entries[index]
+            if entry.hash == hash, entry.entity == entity, Int(entry.length & ~Self.removedBit) == key.count,
+               arena.withUnsafeBufferPointer({ arena in
+                   key.isEmpty || memcmp(arena.baseAddress! + entry.start, key.baseAddress!, key.count) == 0
+               }) {
+                return (slot, index)
+            }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    private func find(_ identity: RecordIdentity) -> Int? {
+        var key = identity.key
+        let entity = Self.entityCode(identity.entity)
+        return key.withUTF8 { bytes in
+            guard let index = probe(entity, bytes, hash: Self.hash(entity, bytes)).entry,
+                  entries[index].length & Self.removedBit == 0 else { return nil }
+            return index
+        }
+    }
+
+    func contains(_ identity: RecordIdentity) -> Bool { find(identity) != nil }
+
+    subscript(identity: RecordIdentity) -> Value? {
+        get { find(identity).map { entries[$0].value } }
+        set {
+            if let newValue { _ = insert(identity, newValue) } else { remove(identity) }
+        }
+    }
+
+    /// Sets the value of `identity`; returns whether the key was not held before.
+    @discardableResult
+    mutating func insert(_ identity: RecordIdentity, _ value: Value) -> Bool {
+        if 2 * (entries.count + 1) > slots.count { grow() }
+        var key = identity.key
+        let entity = Self.entityCode(identity.entity)
+        return key.withUTF8 { bytes in
+            let hash = Self.hash(entity, bytes)
+            let (slot, found) = probe(entity, bytes, hash: hash)
+            if let found {
+                let wasRemoved = entries[found].length & Self.removedBit != 0
+                entries[found].length &= ~Self.removedBit
+                entries[found].value = value
+                if wasRemoved { count += 1 }
+                return wasRemoved
+            }
+            let start = arena.count
+            arena.append(contentsOf: bytes)
+            entries.append(Entry(start: start, length: UInt32(bytes.count), hash: hash, entity: entity, value: value))
+            slots[slot] = UInt32(entries.count)
+            count += 1
+            return true
+        }
+    }
+
+    /// Removes `identity`; returns whether it was held.
+    @discardableResult
+    mutating func remove(_ identity: RecordIdentity) -> Bool {
+        guard let index = find(identity) else { return false }
+        entries[index].length |= Self.removedBit
+        count -= 1
+        return true
+    }
+
+    private mutating func grow() {
+        slots = Array(repeating: 0, count: slots.count * 2)
+        let mask = slots.count - 1
+        for (index, entry) in entries.enumerated() {
+            var slot = Int(entry.hash) & mask
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = UInt32(index + 1)
+        }
+    }
+
+    /// Calls `body` with every key held and its value, in the order first inserted.
+    func forEach(_ body: (RecordIdentity, Value) throws -> Void) rethrows {
+        for entry in entries where entry.length & Self.removedBit == 0 {
+            let key = arena.withUnsafeBufferPointer { arena in
+                String(decoding: UnsafeBufferPointer(rebasing: arena[entry.start..<(entry.start + Int(entry.length))]), as: UTF8.self)
+            }
+            try body(RecordIdentity(entity: EntityCodes.all[Int(entry.entity)], key: key), entry.value)
+        }
+    }
+}
+
+/// Entity kinds by the byte ``IdentityTable`` stores for them.
+private enum EntityCodes {
+    static let all = EntityKind.allCases
+}
+
+/// A set of record identities over ``IdentityTable``: a run's seen keys.
+struct IdentitySet: Sendable, ExpressibleByArrayLiteral {
+    private struct Present: BitwiseCopyable, Sendable {}
+    private var table: IdentityTable<Present>
+
+    init(minimumCapacity: Int = 0) {
+        table = IdentityTable(minimumCapacity: minimumCapacity)
+    }
+
+    init(arrayLiteral identities: RecordIdentity...) {
+        self.init(identities)
+    }
+
+    init(_ identities: some Sequence<RecordIdentity>) {
+        table = IdentityTable(minimumCapacity: identities.underestimatedCount)
+        for identity in identities { table.insert(identity, Present()) }
+    }
+
+    var count: Int { table.count }
+    var isEmpty: Bool { table.isEmpty }
+
+    func contains(_ identity: RecordIdentity) -> Bool { table.contains(identity) }
+
+    /// Adds `identity`; returns whether it was not in the set.
+    @discardableResult
+    mutating func insert(_ identity: RecordIdentity) -> Bool { table.insert(identity, Present()) }
+
+    @discardableResult
+    mutating func remove(_ identity: RecordIdentity) -> Bool { table.remove(identity) }
+
+    mutating func formUnion(_ identities: some Sequence<RecordIdentity>) {
+        for identity in identities { insert(identity) }
+    }
+
+    func forEach(_ body: (RecordIdentity) throws -> Void) rethrows {
+        try table.forEach { identity, _ in try body(identity) }
+    }
+}

@@ -1,0 +1,62 @@
+import Catalog
+import Testing
+import TestSupport
+@testable import Snapshot
+
+/// The compact key table behind the digest index and the seen keys must
+/// answer as a dictionary would, through growth, removal and return.
+@Suite struct IdentityTableTests {
+    @Test func answersAsADictionaryDoes() {
+        var generator = SeededGenerator(seed: 26)
+        var table = IdentityTable<Int64>()
+        var model: [RecordIdentity: Int64] = [:]
+        // Keys that collide in every way a table can be fooled: the same key
+        // under two entities, a key and its prefix, the empty key, long and non-ASCII keys.
+        let keys = (0..<3_000).map { n -> String in
+            switch n % 6 {
+            case 0: String(n)
+            case 1: String(n / 6)
+            case 2: ""
+            case 3: "é😀\(n)"
+            case 4: String(repeating: "k", count: n % 97) + "\u{0}"
+            default: "https://example.com/\(n)?uo=4"
+            }
+        }
+        let entities: [EntityKind] = [.record, .podcast, .episode]
+        for step in 0..<60_000 {
+            let identity = RecordIdentity(entity: entities.randomElement(using: &generator)!, key: keys.randomElement(using: &generator)!)
+            switch generator.next() % 4 {
+            case 0, 1:
+                let value = Int64(step)
+                #expect(table.insert(identity, value) == (model[identity] == nil))
+                model[identity] = value
+            case 2:
+                #expect(table.remove(identity) == (model.removeValue(forKey: identity) != nil))
+            default:
+                #expect(table[identity] == model[identity])
+                #expect(table.contains(identity) == (model[identity] != nil))
+            }
+        }
+        #expect(table.count == model.count)
+        var listed: [RecordIdentity: Int64] = [:]
+        table.forEach { identity, value in
+            #expect(listed.updateValue(value, forKey: identity) == nil, "each key listed once")
+        }
+        #expect(listed == model)
+    }
+
+    @Test func aSetIsItsKeys() {
+        var set: IdentitySet = []
+        let a = RecordIdentity(entity: .record, key: "1"), b = RecordIdentity(entity: .song, key: "1")
+        let inserted = [set.insert(a), set.insert(b), set.insert(a)]
+        #expect(inserted == [true, true, false])
+        #expect(set.count == 2 && set.contains(b))
+        let removed = [set.remove(a), set.remove(a)]
+        #expect(removed == [true, false] && !set.contains(a))
+        let back = set.insert(a)
+        #expect(back, "a removed key comes back")
+        var copy = set
+        copy.formUnion([RecordIdentity(entity: .app, key: "x")])
+        #expect(set.count == 2 && copy.count == 3, "a copy is a value")
+    }
+}
