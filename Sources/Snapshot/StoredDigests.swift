@@ -44,9 +44,10 @@ struct StoredDigest: Sendable {
 final class DigestIndex: Sendable {
     private struct Table {
         var digests: IdentityTable<StoredDigest>
-        /// Identities written since the index was read: few on a normal night,
-        /// and the only ones a decoder's earlier look can be stale for.
-        var rewritten: Set<RecordIdentity> = []
+        /// Identities the index held that were rewritten or removed since it
+        /// was read: few on a normal night, and the only ones a decoder's
+        /// earlier look can be stale for.
+        var rewritten: IdentitySet = []
     }
 
     private let table: Mutex<Table>
@@ -104,8 +105,11 @@ final class DigestIndex: Sendable {
         guard !writes.isEmpty else { return }
         table.withLock { table in
             for (identity, digest) in writes {
-                table.digests[identity] = digest
-                table.rewritten.insert(identity)
+                // A decoder's look can be stale only for a key the index held
+                // then: a key new to it was decoded in full. So only a rewrite or
+                // removal is noted, and a first load notes nothing.
+                let held = if let digest { !table.digests.insert(identity, digest) } else { table.digests.remove(identity) }
+                if held { table.rewritten.insert(identity) }
             }
         }
     }

@@ -91,16 +91,19 @@ struct SourceCrawler: Sendable {
 
     /// Rows a scope may hold decoded ahead of its turn: a records file read
     /// 10,000 rows a page held 8 pages of decoded rows (~400 MB at 800 bytes
-    /// a row) where a marketplace's 8 pages of 100 hold 800 rows.
-    static let prefetchRows = 20_000
+    /// a row) where a marketplace's 8 pages of 100 hold 800 rows. A decoded
+    /// row carries its fields (decode once) as well as its payload, ~2.5 KB.
+    static let prefetchRows = 10_000
 
     /// How many pages a scope may fetch ahead: ``prefetchPages``, fewer when
-    /// its pages are large (at least 2, so fetching overlaps applying).
+    /// its pages are large (at least 1: the next page is decoded, on every
+    /// core, while this one is written, and a second one waiting bought no
+    /// speed at 10,000 rows a page, only ~30 MB).
     static func prefetch(_ pagination: Pagination) -> Int {
         let pageSize = switch pagination {
         case .offset(let pageSize, _), .pageNumber(_, let pageSize, _): pageSize
         }
-        return max(2, min(prefetchPages, prefetchRows / max(1, pageSize)))
+        return max(1, min(prefetchPages, prefetchRows / max(1, pageSize)))
     }
 
     /// Pages applied in one transaction at most (those already waiting when
