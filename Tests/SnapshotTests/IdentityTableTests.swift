@@ -60,3 +60,17 @@ import TestSupport
         #expect(set.count == 2 && copy.count == 3, "a copy is a value")
     }
 }
+
+/// A sweep finds the page memos that list a removed row in their key lists
+/// without parsing them (``SQLSnapshotStore/KeyListLines``).
+@Suite struct KeyListLinesTests {
+    @Test func findsAWholeLineAndNothingElse() {
+        let gone = [RecordIdentity(entity: .listing, key: "42"), RecordIdentity(entity: .record, key: "é 7")]
+        let lines = SQLSnapshotStore.KeyListLines(gone)
+        #expect(lines.anyListed(in: "listing\t1\nlisting\t42\nlisting\t43\n"))
+        #expect(lines.anyListed(in: "record\té 7"), "the last line needs no newline")
+        #expect(!lines.anyListed(in: "listing\t420\nlisting\t4\nsong\t42\nlisting\t42 \n"), "a prefix, another entity or a longer line is not the row")
+        #expect(!lines.anyListed(in: ""))
+        #expect(!SQLSnapshotStore.KeyListLines([]).anyListed(in: "listing\t42\n"))
+    }
+}
