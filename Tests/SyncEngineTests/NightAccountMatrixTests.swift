@@ -133,7 +133,9 @@ import Glibc
         let receiver = try WebhookReceiver()
         defer { receiver.stop() }
         let binary = try StoresyncExecutable.locate()
-        let slow = "{ seed: 5, podcasts: 10, products: 300, faults: [\"latency:150\"] }"
+        // 50 pages of 20: the kill after page 2 lands mid-crawl even when a loaded
+        // machine reads the log line late (with 15 pages, the run had ended first).
+        let slow = "{ seed: 5, podcasts: 10, products: 1000, faults: [\"latency:150\"] }"
         let killed = try KillTestJob(label: "matrix-killed", binary: binary, yaml: Self.yaml(receiver, simulator: slow, sources: Self.market))
         let twin = try KillTestJob(label: "matrix-twin", binary: binary, yaml: Self.yaml(receiver, simulator: slow, sources: Self.market))
         defer { for job in [killed, twin] { try? FileManager.default.removeItem(at: job.directory) } }
