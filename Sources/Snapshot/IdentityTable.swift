@@ -6,33 +6,42 @@ import Darwin
 #endif
 
 /// A map from record identities to a small fixed-size value, laid out for a
-/// million keys and more: every key's bytes in one arena, one dense array of
-/// entries, and an open-addressing array of 32-bit slots pointing into it.
+/// million keys and more: every key's bytes in one arena, entries in
+/// fixed-size segments, and an open-addressing array of 32-bit slots
+/// pointing into them.
 ///
 /// A `[RecordIdentity: StoredDigest]` took ~100 B a key at 1M records (its
 /// table is a power of two, at most three quarters full, of 48-byte
 /// buckets), and the run's `Set<RecordIdentity>` of seen keys ~50 B more;
-/// here a key costs its bytes, 16 B of entry, the value and 8 B of slots.
+/// here a key costs its bytes, 16 B of entry, the value and 4–8 B of slots.
+/// Entries grow a segment at a time: a million-entry array that doubles
+/// holds the old copy and the new one at once, tens of MB at the peak.
 /// Removing a key marks its entry removed (the entry and its slot stay, and
 /// the key comes back into the same entry): a run removes few keys, and each
 /// run reads its tables afresh.
 struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
     private struct Entry: Sendable {
-        /// Where the key's UTF-8 bytes start in ``arena``.
-        var start: Int
+        /// Where the key's UTF-8 bytes start in ``arena``, shifted left 8
+        /// bits, and the entity's code in the low byte.
+        var startAndEntity: UInt64
         /// The key's byte count, with ``removedBit`` set once it is removed.
         var length: UInt32
         var hash: UInt32
-        var entity: UInt8
         var value: Value
+
+        var start: Int { Int(startAndEntity >> 8) }
+        var entity: UInt8 { UInt8(truncatingIfNeeded: startAndEntity) }
     }
 
     private static var removedBit: UInt32 { 1 << 31 }
+    private static var segmentShift: Int { 16 }
+    private static var segmentSize: Int { 1 << segmentShift }
 
     private var arena: [UInt8] = []
-    private var entries: [Entry] = []
-    /// 0 for an empty slot, else an index into ``entries`` plus one. Never
-    /// more than half full, so a probe ends soon.
+    private var segments: [[Entry]] = []
+    private var entryCount = 0
+    /// 0 for an empty slot, else an entry's index plus one. Never more than
+    /// half full, so a probe ends soon.
     private var slots: [UInt32]
     /// Keys held (removed ones not counted).
     private(set) var count = 0
@@ -41,7 +50,6 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
         var size = 16
         while size < 2 * minimumCapacity { size <<= 1 }
         slots = Array(repeating: 0, count: size)
-        entries.reserveCapacity(minimumCapacity)
         arena.reserveCapacity(minimumCapacity * 12)
     }
 
@@ -56,6 +64,14 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
         return UInt32(truncatingIfNeeded: full ^ (full >> 32))
     }
 
+    private func entry(_ index: Int) -> Entry {
+        segments[index >> Self.segmentShift][index & (Self.segmentSize - 1)]
+    }
+
+    private mutating func update(_ index: Int, _ body: (inout Entry) -> Void) {
+        body(&segments[index >> Self.segmentShift][index & (Self.segmentSize - 1)])
+    }
+
     /// The slot holding `key`, or the empty slot where it would go.
     private func probe(_ entity: UInt8, _ key: UnsafeBufferPointer<UInt8>, hash: UInt32) -> (slot: Int, entry: Int?) {
         let mask = slots.count - 1
@@ -64,7 +80,7 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
             let held = slots[slot]
             guard held != 0 else { return (slot, nil) }
             let index = Int(held - 1)
-            let entry = entries[index]
+            let entry = entry(index)
             if entry.hash == hash, entry.entity == entity, Int(entry.length & ~Self.removedBit) == key.count,
                arena.withUnsafeBufferPointer({ arena in
                    key.isEmpty || memcmp(arena.baseAddress! + entry.start, key.baseAddress!, key.count) == 0
@@ -80,7 +96,7 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
         let entity = Self.entityCode(identity.entity)
         return key.withUTF8 { bytes in
             guard let index = probe(entity, bytes, hash: Self.hash(entity, bytes)).entry,
-                  entries[index].length & Self.removedBit == 0 else { return nil }
+                  entry(index).length & Self.removedBit == 0 else { return nil }
             return index
         }
     }
@@ -88,7 +104,7 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
     func contains(_ identity: RecordIdentity) -> Bool { find(identity) != nil }
 
     subscript(identity: RecordIdentity) -> Value? {
-        get { find(identity).map { entries[$0].value } }
+        get { find(identity).map { entry($0).value } }
         set {
             if let newValue { _ = insert(identity, newValue) } else { remove(identity) }
         }
@@ -97,23 +113,32 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
     /// Sets the value of `identity`; returns whether the key was not held before.
     @discardableResult
     mutating func insert(_ identity: RecordIdentity, _ value: Value) -> Bool {
-        if 2 * (entries.count + 1) > slots.count { grow() }
+        if 2 * (entryCount + 1) > slots.count { grow() }
         var key = identity.key
         let entity = Self.entityCode(identity.entity)
         return key.withUTF8 { bytes in
             let hash = Self.hash(entity, bytes)
             let (slot, found) = probe(entity, bytes, hash: hash)
             if let found {
-                let wasRemoved = entries[found].length & Self.removedBit != 0
-                entries[found].length &= ~Self.removedBit
-                entries[found].value = value
+                let wasRemoved = entry(found).length & Self.removedBit != 0
+                update(found) { entry in
+                    entry.length &= ~Self.removedBit
+                    entry.value = value
+                }
                 if wasRemoved { count += 1 }
                 return wasRemoved
             }
             let start = arena.count
             arena.append(contentsOf: bytes)
-            entries.append(Entry(start: start, length: UInt32(bytes.count), hash: hash, entity: entity, value: value))
-            slots[slot] = UInt32(entries.count)
+            if entryCount & (Self.segmentSize - 1) == 0 {
+                segments.append([])
+                // The first segment grows as it fills (most tables are small); the next ones are full at once.
+                if entryCount > 0 { segments[segments.count - 1].reserveCapacity(Self.segmentSize) }
+            }
+            segments[segments.count - 1].append(Entry(startAndEntity: UInt64(start) << 8 | UInt64(entity),
+                                                      length: UInt32(bytes.count), hash: hash, value: value))
+            entryCount += 1
+            slots[slot] = UInt32(entryCount)
             count += 1
             return true
         }
@@ -123,7 +148,7 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
     @discardableResult
     mutating func remove(_ identity: RecordIdentity) -> Bool {
         guard let index = find(identity) else { return false }
-        entries[index].length |= Self.removedBit
+        update(index) { $0.length |= Self.removedBit }
         count -= 1
         return true
     }
@@ -131,8 +156,8 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
     private mutating func grow() {
         slots = Array(repeating: 0, count: slots.count * 2)
         let mask = slots.count - 1
-        for (index, entry) in entries.enumerated() {
-            var slot = Int(entry.hash) & mask
+        for index in 0..<entryCount {
+            var slot = Int(entry(index).hash) & mask
             while slots[slot] != 0 { slot = (slot + 1) & mask }
             slots[slot] = UInt32(index + 1)
         }
@@ -140,7 +165,13 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
 
     /// Calls `body` with every key held and its value, in the order first inserted.
     func forEach(_ body: (RecordIdentity, Value) throws -> Void) rethrows {
-        for entry in entries where entry.length & Self.removedBit == 0 {
+        for segment in segments {
+            try forEach(in: segment, body)
+        }
+    }
+
+    private func forEach(in segment: [Entry], _ body: (RecordIdentity, Value) throws -> Void) rethrows {
+        for entry in segment where entry.length & Self.removedBit == 0 {
             let key = arena.withUnsafeBufferPointer { arena in
                 String(decoding: UnsafeBufferPointer(rebasing: arena[entry.start..<(entry.start + Int(entry.length))]), as: UTF8.self)
             }

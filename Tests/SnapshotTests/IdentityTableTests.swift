@@ -45,6 +45,25 @@ import TestSupport
         #expect(listed == model)
     }
 
+    /// Past one segment of entries (65,536), and through several growths of the slots.
+    @Test func holdsMoreKeysThanOneSegment() {
+        var table = IdentityTable<Int64>()
+        let identities = (0..<150_000).map { RecordIdentity(entity: $0 % 2 == 0 ? .record : .listing, key: "k\($0 / 2)") }
+        var fresh = 0
+        for (position, identity) in identities.enumerated() where table.insert(identity, Int64(position)) { fresh += 1 }
+        #expect(fresh == identities.count)
+        for position in stride(from: 0, to: identities.count, by: 3) { table.remove(identities[position]) }
+        #expect(table.count == 100_000)
+        var seen = 0
+        table.forEach { identity, value in
+            seen += 1
+            if identities[Int(value)] != identity || value % 3 == 0 { Issue.record("\(identity) holds \(value)") }
+        }
+        #expect(seen == 100_000)
+        #expect(table[identities[149_999]] == 149_999 && table[identities[149_997]] == nil)
+        #expect(table.insert(identities[3], 7) && table[identities[3]] == 7, "a removed key comes back, in any segment")
+    }
+
     @Test func aSetIsItsKeys() {
         var set: IdentitySet = []
         let a = RecordIdentity(entity: .record, key: "1"), b = RecordIdentity(entity: .song, key: "1")

@@ -166,13 +166,26 @@ import Testing
     }
 
     /// After shutdown the port is free again: a new server can bind it.
+    /// Tests running beside this one bind ports of their own, and one may
+    /// take the port in the instant between shutdown and the new bind (seen
+    /// once under the full suite): a shutdown that kept its port fails every
+    /// try, a port taken by chance fails one.
     @Test func shutdownReleasesThePort() async throws {
         let world = World(config: SimulatorConfig(seed: 1, podcastCount: 10, productCount: 10))
-        let first = try await SimulatorServer.start(world: world, night: 1, logger: Self.quietLogger())
-        let port = try #require(first.baseURL.port)
-        await first.shutdown()
-        let again = try await SimulatorServer.start(world: world, night: 1, port: port, logger: Self.quietLogger())
-        #expect(again.baseURL.port == port)
-        await again.shutdown()
+        var failures: [String] = []
+        for _ in 0..<5 {
+            let first = try await SimulatorServer.start(world: world, night: 1, logger: Self.quietLogger())
+            let port = try #require(first.baseURL.port)
+            await first.shutdown()
+            do {
+                let again = try await SimulatorServer.start(world: world, night: 1, port: port, logger: Self.quietLogger())
+                #expect(again.baseURL.port == port)
+                await again.shutdown()
+                return
+            } catch {
+                failures.append("port \(port): \(error)")
+            }
+        }
+        Issue.record("no port was free again after its server shut down: \(failures)")
     }
 }
