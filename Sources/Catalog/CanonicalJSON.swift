@@ -123,7 +123,7 @@ package enum CanonicalJSON {
 
     package static func readBack(_ value: JSONValue) -> JSONValue {
         switch value {
-        case .double(let d) where d.rounded() == d && abs(d) < 9_007_199_254_740_992: .int(Int64(d))
+        case .double(let d) where isWrittenAsInteger(d): .int(Int64(d))
         case .array(let elements) where elements.contains(where: changesOnReadBack): .array(elements.map(readBack))
         case .object(let members): .object(readBack(members))
         default: value
@@ -132,17 +132,22 @@ package enum CanonicalJSON {
 
     private static func changesOnReadBack(_ value: JSONValue) -> Bool {
         switch value {
-        case .double(let d): d.rounded() == d && abs(d) < 9_007_199_254_740_992
+        case .double(let d): isWrittenAsInteger(d)
         case .array(let elements): elements.contains(where: changesOnReadBack)
         case .object(let members): members.values.contains(where: changesOnReadBack)
         default: false
         }
     }
 
+    /// Whether `d` is written as an integer: integral and below 2^53.
+    private static func isWrittenAsInteger(_ d: Double) -> Bool {
+        d.rounded() == d && abs(d) < 9_007_199_254_740_992
+    }
+
     /// Integral values print without a fraction so a price of `0` and `0.0`
     /// (the marketplace changed its number format between eras) hash alike.
     package static func numberText(_ d: Double) -> String {
-        if d.rounded() == d, abs(d) < 9_007_199_254_740_992 {
+        if isWrittenAsInteger(d) {
             return String(Int64(d))
         }
         return d.description
