@@ -42,6 +42,11 @@ struct FieldRegistryWriter {
     /// so its first value gives its type rather than widening a guess.
     static let noValueKind = "empty"
 
+    /// Whether a value of `kind` makes a field of kind `seen` wider.
+    static func widens(_ kind: String, _ seen: String) -> Bool {
+        kind != seen && widened(seen, kind) != seen
+    }
+
     /// The type a column holding both kinds has.
     static func widened(_ a: String, _ b: String) -> String {
         if a == b { return a }
@@ -66,7 +71,7 @@ struct FieldRegistryWriter {
         guard let known else { return false }
         for (field, value) in fields {
             guard let seen = known[field] else { return false }
-            if let kind = kind(of: value), kind != seen.kind, widened(seen.kind, kind) != seen.kind { return false }
+            if let kind = kind(of: value), widens(kind, seen.kind) { return false }
         }
         return order?.allSatisfy { known[$0] != nil } ?? true
     }
@@ -85,7 +90,7 @@ struct FieldRegistryWriter {
             let value = fields[field]
             let kind = value.flatMap(Self.kind(of:))
             if let seen = known[name]?[field] {
-                guard let kind, kind != seen.kind, Self.widened(seen.kind, kind) != seen.kind else { continue }
+                guard let kind, Self.widens(kind, seen.kind) else { continue }
                 let wider = Self.widened(seen.kind, kind)
                 if seen.kind == Self.noValueKind {
                     // The column's first value: its type, not a change of it.
