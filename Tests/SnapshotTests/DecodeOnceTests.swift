@@ -9,15 +9,7 @@ import TestSupport
 /// through diff and apply, and nothing in the store parses its payload again
 /// to map it. A records-file row's JSON is stored once, in its entity.
 @Suite struct DecodeOnceTests {
-    let directory = TestPaths.temporaryDirectory("decode-once")
-
-    func path(_ name: String) -> String { directory.appendingPathComponent("\(name).sqlite").path }
-
-    func read<T>(_ name: String, _ body: (Database) throws -> T) throws -> T {
-        var configuration = Configuration()
-        configuration.readonly = true
-        return try DatabaseQueue(path: path(name), configuration: configuration).read(body)
-    }
+    let files = StoreFiles("decode-once")
 
     func row(_ key: Int, name: String = "Row") -> Catalog.Record {
         Catalog.Record(entity: .record, key: String(key),
@@ -38,7 +30,7 @@ import TestSupport
     /// leaves the first-load path) and night 2 (changed, added and unchanged
     /// rows through the diff), with `transform` applied to every record.
     func twoNights(_ name: String, _ transform: (Catalog.Record) -> Catalog.Record) async throws -> SQLSnapshotStore {
-        let store = try SQLSnapshotStore(path: path(name))
+        let store = try SQLSnapshotStore(path: files.path(name))
         let night1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         #expect(try store.beginBulkLoad())
         let pages1: [[Catalog.Record]] = [(1...600).map { row($0) } + (1...20).map { podcast($0) },
@@ -73,13 +65,13 @@ import TestSupport
         for sql in ["SELECT entity, key, fields, hash FROM entities ORDER BY entity, key",
                     "SELECT source, entity, key, hash, payload FROM records ORDER BY source, entity, key",
                     "SELECT run_id, entity, key, op, field, before, after FROM changes ORDER BY id"] {
-            #expect(try read("decoded") { try Row.fetchAll($0, sql: sql) } == read("from-text") { try Row.fetchAll($0, sql: sql) })
+            #expect(try files.read("decoded") { try Row.fetchAll($0, sql: sql) } == files.read("from-text") { try Row.fetchAll($0, sql: sql) })
         }
     }
 
     @Test func aRecordsFileRowIsStoredOnceAndReadBackWhole() async throws {
         let store = try await twoNights("stored-once") { $0 }
-        let counts = try read("stored-once") { db in
+        let counts = try files.read("stored-once") { db in
             try (Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE entity = 'record' AND payload <> ''")!,
                  Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE entity = 'podcast' AND payload = ''")!,
                  Int.fetchOne(db, sql: """
@@ -106,12 +98,12 @@ import TestSupport
     /// lives in its entity gets it back first, and loses nothing.
     @Test func anUpgradeThatRebuildsTheEntitiesKeepsEveryStoredOnceRow() async throws {
         _ = try await twoNights("upgraded") { $0 }
-        let before = try read("upgraded") { try Row.fetchAll($0, sql: "SELECT entity, key, fields, hash FROM entities ORDER BY entity, key") }
-        let store = try SQLSnapshotStore(path: path("upgraded"))
+        let before = try files.read("upgraded") { try Row.fetchAll($0, sql: "SELECT entity, key, fields, hash FROM entities ORDER BY entity, key") }
+        let store = try SQLSnapshotStore(path: files.path("upgraded"))
         try store.prepareEntities([:], fingerprint: "a mapping of another release")
-        #expect(try read("upgraded") { try Row.fetchAll($0, sql: "SELECT entity, key, fields, hash FROM entities ORDER BY entity, key") }
+        #expect(try files.read("upgraded") { try Row.fetchAll($0, sql: "SELECT entity, key, fields, hash FROM entities ORDER BY entity, key") }
             == before)
-        #expect(try read("upgraded") { try Int.fetchOne($0, sql: "SELECT count(*) FROM records WHERE payload = ''") } == 0,
+        #expect(try files.read("upgraded") { try Int.fetchOne($0, sql: "SELECT count(*) FROM records WHERE payload = ''") } == 0,
                 "the payloads are back in their rows, where the next write of each stores it once again")
         #expect(try store.records(source: "src").count == 720)
     }

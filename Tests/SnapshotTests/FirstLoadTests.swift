@@ -9,18 +9,10 @@ import TestSupport
 /// entities' key index built at the end): what it leaves must be exactly
 /// what the night's diff leaves for the same pages.
 @Suite struct FirstLoadTests {
-    let directory = TestPaths.temporaryDirectory("first-load")
-
-    func path(_ name: String) -> String { directory.appendingPathComponent("\(name).sqlite").path }
-
-    func read<T>(_ name: String, _ body: (Database) throws -> T) throws -> T {
-        var configuration = Configuration()
-        configuration.readonly = true
-        return try DatabaseQueue(path: path(name), configuration: configuration).read(body)
-    }
+    let files = StoreFiles("first-load")
 
     func indexExists(_ name: String, _ index: String) throws -> Bool {
-        try read(name) { db in
+        try files.read(name) { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?)",
                               arguments: [index]) ?? false
         }
@@ -71,7 +63,7 @@ import TestSupport
             "SELECT source, scope, run_id, next_page, state FROM scopes ORDER BY 1, 2",
             "SELECT run_id, source, pages, added, changed, unchanged, removed, record_writes FROM run_sources ORDER BY 1, 2",
         ]
-        return try read(name) { db in
+        return try files.read(name) { db in
             try queries.flatMap { sql in try Row.fetchAll(db, sql: sql).map { "\(sql.prefix(40)): \($0)" } }
         }
     }
@@ -79,7 +71,7 @@ import TestSupport
     @Test func aFirstLoadWritesExactlyWhatTheDiffWrites() async throws {
         var results: [String: [PageResult]] = [:]
         for (name, bulk) in [("diffed", false), ("loaded", true)] {
-            let store = try SQLSnapshotStore(path: path(name))
+            let store = try SQLSnapshotStore(path: files.path(name))
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
             if bulk { #expect(try store.beginBulkLoad()) }
             for page in pages(run) { results[name, default: []].append(try await store.apply(page)) }
@@ -96,14 +88,14 @@ import TestSupport
             break
         }
         for index in ["records_by_key", "entities_by_key"] { #expect(try indexExists("loaded", index)) }
-        #expect(try read("loaded") { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+        #expect(try files.read("loaded") { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
     }
 
     /// The first-load path runs without the entities' key index; a page that
     /// is not all new builds it there and then, and a load killed before its
     /// end finds it built again when the store reopens.
     @Test func theEntitiesKeyIndexIsMissingOnlyWhileAFirstLoadHolds() async throws {
-        var store: SQLSnapshotStore? = try SQLSnapshotStore(path: path("killed"))
+        var store: SQLSnapshotStore? = try SQLSnapshotStore(path: files.path("killed"))
         let run = try store!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         #expect(try store!.beginBulkLoad())
         let pages = pages(run)
@@ -113,17 +105,17 @@ import TestSupport
         #expect(try indexExists("killed", "entities_by_key"), "a key met again ends the first-load path")
 
         store = nil
-        var other: SQLSnapshotStore? = try SQLSnapshotStore(path: path("killed-early"))
+        var other: SQLSnapshotStore? = try SQLSnapshotStore(path: files.path("killed-early"))
         let otherRun = try other!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         #expect(try other!.beginBulkLoad())
         _ = try await other!.apply(pages[0].with(runID: otherRun.id))
         #expect(try !indexExists("killed-early", "entities_by_key"))
         other = nil
         // Killed here: the next open builds the indexes again, and the store is no longer empty.
-        let reopened = try SQLSnapshotStore(path: path("killed-early"))
+        let reopened = try SQLSnapshotStore(path: files.path("killed-early"))
         #expect(try indexExists("killed-early", "entities_by_key"))
         #expect(try !reopened.beginBulkLoad())
-        #expect(try read("killed-early") { try Int.fetchOne($0, sql: "SELECT count(*) FROM entities") } == 720)
+        #expect(try files.read("killed-early") { try Int.fetchOne($0, sql: "SELECT count(*) FROM entities") } == 720)
     }
 }
 
