@@ -189,8 +189,7 @@ extension SQLSnapshotStore {
     /// in the list); otherwise marks nothing and returns false.
     func markAllSeen(_ source: String, _ identities: some Collection<RecordIdentity>) -> Bool {
         seen.withLock { sets in
-            var set = sets[source, default: []]
-            sets[source] = nil
+            var set = sets.removeValue(forKey: source) ?? SeenKeys(index: digests(of: source))
             defer { sets[source] = set }
             var added: [RecordIdentity] = []
             added.reserveCapacity(identities.count)

@@ -103,6 +103,40 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
 
     func contains(_ identity: RecordIdentity) -> Bool { find(identity) != nil }
 
+    /// The entry of `identity`, held or removed: a position that stays the
+    /// key's for as long as the table lives (a removed key that comes back
+    /// takes its entry again), so a caller can keep a flag per key in a
+    /// bitset beside the table.
+    func position(of identity: RecordIdentity) -> Int? {
+        var key = identity.key
+        let entity = Self.entityCode(identity.entity)
+        return key.withUTF8 { bytes in probe(entity, bytes, hash: Self.hash(entity, bytes)).entry }
+    }
+
+    /// The key at `position` (``position(of:)``), held or removed.
+    func identity(atPosition position: Int) -> RecordIdentity {
+        identity(of: entry(position))
+    }
+
+    private func identity(of entry: Entry) -> RecordIdentity {
+        let length = Int(entry.length & ~Self.removedBit)
+        let key = arena.withUnsafeBufferPointer { arena in
+            String(decoding: UnsafeBufferPointer(rebasing: arena[entry.start..<(entry.start + length)]), as: UTF8.self)
+        }
+        return RecordIdentity(entity: EntityCodes.all[Int(entry.entity)], key: key)
+    }
+
+    /// Calls `body` with every key held whose position `skip` does not
+    /// exclude, in the order first inserted; a skipped key costs no String.
+    func forEach(skipping skip: (Int) -> Bool, _ body: (RecordIdentity) throws -> Void) rethrows {
+        for (number, segment) in segments.enumerated() {
+            let base = number << Self.segmentShift
+            for (offset, entry) in segment.enumerated() where entry.length & Self.removedBit == 0 && !skip(base + offset) {
+                try body(identity(of: entry))
+            }
+        }
+    }
+
     subscript(identity: RecordIdentity) -> Value? {
         get { find(identity).map { entry($0).value } }
         set {
@@ -172,10 +206,7 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
 
     private func forEach(in segment: [Entry], _ body: (RecordIdentity, Value) throws -> Void) rethrows {
         for entry in segment where entry.length & Self.removedBit == 0 {
-            let key = arena.withUnsafeBufferPointer { arena in
-                String(decoding: UnsafeBufferPointer(rebasing: arena[entry.start..<(entry.start + Int(entry.length))]), as: UTF8.self)
-            }
-            try body(RecordIdentity(entity: EntityCodes.all[Int(entry.entity)], key: key), entry.value)
+            try body(identity(of: entry), entry.value)
         }
     }
 }

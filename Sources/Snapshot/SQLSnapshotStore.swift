@@ -33,7 +33,7 @@ package final class SQLSnapshotStore: SnapshotStore {
     }
     /// Keys seen in the current run, per source: dedup within a run and the
     /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
-    let seen = Mutex<[String: IdentitySet]>([:])
+    let seen = Mutex<[String: SeenKeys]>([:])
     /// Per source, what each record the current run changed held when the
     /// run began (its hash): a later version of it in the same run is
     /// counted against that (``BatchWrites/starts``). Records the run added
@@ -355,15 +355,18 @@ package final class SQLSnapshotStore: SnapshotStore {
                     .map { ($0["source"] as String, $0["keys"] as String) }
             }
         }
-        var sets: [String: IdentitySet] = [:]
+        var sets: [String: SeenKeys] = [:]
         for (source, keys) in pages {
-            sets[source, default: []].formUnion(Self.identities(keys))
+            // Marked by position in the source's index if it was read already; else rebased at the next page.
+            var set = sets[source] ?? SeenKeys(index: digests(of: source))
+            _ = set.insert(Self.identities(keys))
+            sets[source] = set
         }
         seen.withLock { $0 = sets }
     }
 
-    func seenSnapshot(source: String) -> IdentitySet {
-        seen.withLock { $0[source] ?? [] }
+    func seenSnapshot(source: String) -> SeenKeys {
+        seen.withLock { $0[source] ?? SeenKeys(index: digests(of: source)) }
     }
 
     /// Records the run's request counters, duration and messages for reports.
@@ -600,22 +603,21 @@ package final class SQLSnapshotStore: SnapshotStore {
         // before, on an earlier page or earlier on this one, is a repeat. Should
         // the page then fail, its keys stay marked, which can only keep a record
         // from removal (they were sighted), never remove one.
+        let index = try wrap { try engine.read { db in try digestIndex(db, source: page.source) } }
         let (repeatedRow, repeatedUnchanged, repeatedRaw) = seen.withLock { sets in
-            // Sized for every stored record up front: growing a million-key set costs more than filling it.
-            var seenSet = sets.removeValue(forKey: page.source)
-                ?? IdentitySet(minimumCapacity: max(page.records.count, digests(of: page.source)?.initialCount ?? 0))
-            defer { sets[page.source] = seenSet }
-            return (page.records.map { !seenSet.insert($0.identity) },
-                    page.unchangedKeys.map { !seenSet.insert($0) },
-                    page.rawUnchanged.map { !seenSet.insert($0) })
+            // Removed while in use: an update in place, never a copy of the set.
+            var seenKeys = (sets.removeValue(forKey: page.source) ?? SeenKeys(index: index)).rebased(onto: index)
+            defer { sets[page.source] = seenKeys }
+            return (seenKeys.insert(page.records.map(\.identity)).map(!),
+                    seenKeys.insert(page.unchangedKeys).map(!),
+                    seenKeys.insert(page.rawUnchanged).map(!))
         }
         let (records, repeatedRecord, superseded) = Self.lastOfEachKey(page.records, repeated: repeatedRow)
         let mapping = mapping(for: page.source)
         let logAddedValues = baselineRun.withLock { $0 } != page.runID
         // Records the diff will write are parsed and mapped before the write
         // transaction, on every core: the single writer only writes.
-        let preStored = try wrap { try engine.read { db in try digestIndex(db, source: page.source) } }
-            .lookup(records.lazy.map(\.identity))
+        let preStored = index.lookup(records.lazy.map(\.identity))
         let mapped: [MappedRecord?] = ParallelChunks.map(records.count) { range in
             range.map { position -> MappedRecord? in
                 if let stored = preStored[position], stored.hash == records[position].hash.sqliteValue { return nil }

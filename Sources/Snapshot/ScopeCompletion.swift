@@ -106,13 +106,13 @@ extension SQLSnapshotStore {
     /// normal night few records are unseen; where many are (a scope failed),
     /// the per-scope scan of the key index is cheaper than that many queries.
     func unseenMembers(_ db: any SQLSession, runID: Int64, source: String, scope: String,
-                       seen: IdentitySet) throws -> [RecordIdentity]? {
+                       seen: SeenKeys) throws -> [RecordIdentity]? {
         if let cached = unseenByScope.withLock({ $0[source] }), cached.runID == runID {
             return cached.byScope.map { $0[scope] ?? [] }
         }
         let index = try digestIndex(db, source: source)
         var byScope: [String: [RecordIdentity]]?
-        if let unseen = index.identities(notIn: seen, limit: max(10_000, index.initialCount / 10)) {
+        if let unseen = index.identities(unseenIn: seen, limit: max(10_000, index.initialCount / 10)) {
             var grouped: [String: [RecordIdentity]] = [:]
             if db.engine == .postgres {
                 // A query per thousand keys, not a round trip each.
@@ -240,7 +240,7 @@ extension SQLSnapshotStore {
     }
 
     static func removalPass(
-        _ db: any SQLSession, runID: Int64, source: String, scope: String, seen: IdentitySet, policy: RemovalPolicy,
+        _ db: any SQLSession, runID: Int64, source: String, scope: String, seen: SeenKeys, policy: RemovalPolicy,
         mapping: SourceMapping, owns: @escaping (Sighting) -> Set<String>, unseen: [RecordIdentity]?,
         removed: inout [RecordIdentity], cascaded: inout [(source: String, identity: RecordIdentity)]
     ) throws -> RemovalResult {

@@ -118,18 +118,39 @@ final class DigestIndex: Sendable {
         table.withLock { $0.digests[identity]?.rawHash == rawHash.sqliteValue }
     }
 
-    /// The identities held that are not in `seen`, or nil past `limit` of them.
-    func identities(notIn seen: IdentitySet, limit: Int) -> [RecordIdentity]? {
-        table.withLock { table in
+    /// The identities held that `seen` does not hold, or nil past `limit` of them.
+    ///
+    /// When `seen` marks keys by their position in this index (the usual
+    /// case), the pass reads the index in order and makes an identity only
+    /// for a key left unmarked: on a night that saw nearly every key, it
+    /// visits the few it did not, not a million probes.
+    func identities(unseenIn seen: SeenKeys, limit: Int) -> [RecordIdentity]? {
+        let marksHere = seen.index === self
+        return table.withLock { table in
             var unseen: [RecordIdentity] = []
             var overLimit = false
-            table.digests.forEach { identity, _ in
-                guard !overLimit, !seen.contains(identity) else { return }
+            table.digests.forEach(skipping: { marksHere && seen.isMarked($0) }) { identity in
+                // Not marked here: seen only if the index did not hold it then
+                // (or, for another index's marks, if that one says so).
+                guard !overLimit, !(marksHere ? seen.holdsUnindexed(identity) : seen.contains(identity)) else { return }
                 unseen.append(identity)
                 if unseen.count > limit { overLimit = true }
             }
             return overLimit ? nil : unseen
         }
+    }
+
+    /// Where each of `identities` sits in the index (``IdentityTable/position(of:)``), under one lock.
+    func positions(of identities: [RecordIdentity]) -> [Int?] {
+        table.withLock { table in identities.map { table.digests.position(of: $0) } }
+    }
+
+    func position(of identity: RecordIdentity) -> Int? {
+        table.withLock { $0.digests.position(of: identity) }
+    }
+
+    func identities(atPositions positions: [Int]) -> [RecordIdentity] {
+        table.withLock { table in positions.map { table.digests.identity(atPosition: $0) } }
     }
 
     func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool] {
