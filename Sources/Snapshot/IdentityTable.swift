@@ -7,13 +7,17 @@ import Darwin
 
 /// A map from record identities to a small fixed-size value, laid out for a
 /// million keys and more: every key's bytes in one arena, entries in
-/// fixed-size segments, and an open-addressing array of 32-bit slots
+/// fixed-size segments, and an open-addressing array of 64-bit slots
 /// pointing into them.
 ///
 /// A `[RecordIdentity: StoredDigest]` took ~100 B a key at 1M records (its
 /// table is a power of two, at most three quarters full, of 48-byte
 /// buckets), and the run's `Set<RecordIdentity>` of seen keys ~50 B more;
-/// here a key costs its bytes, 16 B of entry, the value and 4–8 B of slots.
+/// here a key costs its bytes, 16 B of entry, the value and 8–16 B of slots.
+/// A slot holds the key's 32-bit hash beside its entry's number, so a probe
+/// passes another key's slot without reading that key's entry: at 1M keys
+/// every entry read is a cache miss, and loading a source's digests probed
+/// ~2.5 slots a key.
 /// Entries grow a segment at a time: a million-entry array that doubles
 /// holds the old copy and the new one at once, tens of MB at the peak.
 /// Removing a key marks its entry removed (the entry and its slot stay, and
@@ -40,9 +44,10 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
     private var arena: [UInt8] = []
     private var segments: [[Entry]] = []
     private var entryCount = 0
-    /// 0 for an empty slot, else an entry's index plus one. Never more than
-    /// half full, so a probe ends soon.
-    private var slots: [UInt32]
+    /// 0 for an empty slot, else the key's hash in the high 32 bits and its
+    /// entry's index plus one in the low 32. Never more than half full, so a
+    /// probe ends soon.
+    private var slots: [UInt64]
     /// Keys held (removed ones not counted).
     private(set) var count = 0
 
@@ -64,6 +69,10 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
         return UInt32(truncatingIfNeeded: full ^ (full >> 32))
     }
 
+    private static func slot(hash: UInt32, entry index: Int) -> UInt64 {
+        UInt64(hash) << 32 | UInt64(index + 1)
+    }
+
     private func entry(_ index: Int) -> Entry {
         segments[index >> Self.segmentShift][index & (Self.segmentSize - 1)]
     }
@@ -79,9 +88,9 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
         while true {
             let held = slots[slot]
             guard held != 0 else { return (slot, nil) }
-            let index = Int(held - 1)
-            let entry = entry(index)
-            if entry.hash == hash, entry.entity == entity, Int(entry.length & ~Self.removedBit) == key.count,
+            let index = Int(UInt32(truncatingIfNeeded: held)) - 1
+            if UInt32(truncatingIfNeeded: held >> 32) == hash, case let entry = entry(index), entry.entity == entity,
+               Int(entry.length & ~Self.removedBit) == key.count,
                arena.withUnsafeBufferPointer({ arena in
                    key.isEmpty || memcmp(arena.baseAddress! + entry.start, key.baseAddress!, key.count) == 0
                }) {
@@ -147,35 +156,40 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
     /// Sets the value of `identity`; returns whether the key was not held before.
     @discardableResult
     mutating func insert(_ identity: RecordIdentity, _ value: Value) -> Bool {
-        if 2 * (entryCount + 1) > slots.count { grow() }
         var key = identity.key
-        let entity = Self.entityCode(identity.entity)
-        return key.withUTF8 { bytes in
-            let hash = Self.hash(entity, bytes)
-            let (slot, found) = probe(entity, bytes, hash: hash)
-            if let found {
-                let wasRemoved = entry(found).length & Self.removedBit != 0
-                update(found) { entry in
-                    entry.length &= ~Self.removedBit
-                    entry.value = value
-                }
-                if wasRemoved { count += 1 }
-                return wasRemoved
+        return key.withUTF8 { bytes in insert(identity.entity, keyBytes: bytes, value) }
+    }
+
+    /// ``insert(_:_:)`` of a key given as its UTF-8 bytes (a row read from
+    /// the store): no String made for it.
+    @discardableResult
+    mutating func insert(_ entityKind: EntityKind, keyBytes bytes: UnsafeBufferPointer<UInt8>, _ value: Value) -> Bool {
+        if 2 * (entryCount + 1) > slots.count { grow() }
+        let entity = Self.entityCode(entityKind)
+        let hash = Self.hash(entity, bytes)
+        let (slot, found) = probe(entity, bytes, hash: hash)
+        if let found {
+            let wasRemoved = entry(found).length & Self.removedBit != 0
+            update(found) { entry in
+                entry.length &= ~Self.removedBit
+                entry.value = value
             }
-            let start = arena.count
-            arena.append(contentsOf: bytes)
-            if entryCount & (Self.segmentSize - 1) == 0 {
-                segments.append([])
-                // The first segment grows as it fills (most tables are small); the next ones are full at once.
-                if entryCount > 0 { segments[segments.count - 1].reserveCapacity(Self.segmentSize) }
-            }
-            segments[segments.count - 1].append(Entry(startAndEntity: UInt64(start) << 8 | UInt64(entity),
-                                                      length: UInt32(bytes.count), hash: hash, value: value))
-            entryCount += 1
-            slots[slot] = UInt32(entryCount)
-            count += 1
-            return true
+            if wasRemoved { count += 1 }
+            return wasRemoved
         }
+        let start = arena.count
+        arena.append(contentsOf: bytes)
+        if entryCount & (Self.segmentSize - 1) == 0 {
+            segments.append([])
+            // The first segment grows as it fills (most tables are small); the next ones are full at once.
+            if entryCount > 0 { segments[segments.count - 1].reserveCapacity(Self.segmentSize) }
+        }
+        segments[segments.count - 1].append(Entry(startAndEntity: UInt64(start) << 8 | UInt64(entity),
+                                                  length: UInt32(bytes.count), hash: hash, value: value))
+        entryCount += 1
+        slots[slot] = Self.slot(hash: hash, entry: entryCount - 1)
+        count += 1
+        return true
     }
 
     /// Removes `identity`; returns whether it was held.
@@ -193,7 +207,7 @@ struct IdentityTable<Value: BitwiseCopyable & Sendable>: Sendable {
         for index in 0..<entryCount {
             var slot = Int(entry(index).hash) & mask
             while slots[slot] != 0 { slot = (slot + 1) & mask }
-            slots[slot] = UInt32(index + 1)
+            slots[slot] = Self.slot(hash: entry(index).hash, entry: index)
         }
     }
 

@@ -88,9 +88,8 @@ final class DigestIndex: Sendable {
                 lastEntity = EntityKind(rawValue: String(decoding: name, as: UTF8.self))
             }
             guard let entity = lastEntity else { continue }
-            let key = String(decoding: query.columnBytes(1), as: UTF8.self)
-            digests[RecordIdentity(entity: entity, key: key)] = StoredDigest(
-                hash: query.columnInt64(2), rawHash: query.columnOptionalInt64(3), rowid: query.columnInt64(4))
+            let digest = StoredDigest(hash: query.columnInt64(2), rawHash: query.columnOptionalInt64(3), rowid: query.columnInt64(4))
+            digests.insert(entity, keyBytes: query.columnBytes(1), digest)
         }
         return DigestIndex(digests)
     }
