@@ -82,7 +82,13 @@ extension SQLSnapshotStore {
                     ? "SELECT \(selected) FROM entities WHERE rowid IN (SELECT rowid FROM entities WHERE entity = ?) ORDER BY rowid"
                     : "SELECT \(selected) FROM entities NOT INDEXED WHERE entity = ? ORDER BY rowid"
             case .sourceAndKey:
-                sql = "SELECT \(selected) FROM entities WHERE entity = ? ORDER BY 1, key"
+                // Ids sorted, rows read in that order (``payloadsInOrder(of:runStarted:)``).
+                sql = """
+                    SELECT \(selected) FROM (SELECT rowid AS id FROM entities WHERE entity = ?
+                                            ORDER BY substr(sources, 1, instr(sources || char(9), char(9)) - 1), key
+                                            LIMIT -1) AS picked
+                    CROSS JOIN entities ON entities.rowid = picked.id
+                    """
             }
             let query = RawStatement(try db.makeStatement(sql: sql))
             query.bind(1, entity.rawValue)
@@ -108,8 +114,10 @@ extension SQLSnapshotStore {
         case .record: "source, entity, key, op, field"
         }
         try stream { db in
+            // Ids sorted, rows read in that order: a changed field's values can be a megabyte each.
             let query = RawStatement(try db.makeStatement(sql: """
-                SELECT run_id, source, entity, key, op, field, before, after FROM changes \(filter) ORDER BY \(orderBy)
+                SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after
+                FROM (SELECT id FROM changes \(filter) ORDER BY \(orderBy) LIMIT -1) AS picked CROSS JOIN changes c ON c.id = picked.id
                 """))
             if let runID { query.bind(1, runID) }
             while try query.nextRow(db) {
@@ -142,30 +150,50 @@ extension SQLSnapshotStore {
 
     /// The SQL and arguments of a feed query; `LIMIT` bounds SQLite's sort to
     /// the rows kept (a top-N sort), not the whole kind.
+    ///
+    /// SQLite sorts the rows' ids and sort keys only, and each payload is read
+    /// by rowid in that order (``payloadsInOrder(of:)``): a sort holds every
+    /// row it sorts, and with payloads a 100,000-item feed of listings, some
+    /// with a megabyte of text, held hundreds of megabytes.
     static func feedSQL(_ query: FeedQuery, limit: Int?) -> (sql: String, arguments: [String]) {
-        let limitClause = limit.map { " LIMIT \(max(0, $0))" } ?? ""
+        // Always a LIMIT (-1: none): see payloadsInOrder(of:runStarted:).
+        let limitClause = limit.map { " LIMIT \(max(0, $0))" } ?? " LIMIT -1"
         switch query {
         case .newestFirst(let entities, let field):
-            return ("""
-                SELECT entity, key, fields AS payload FROM entities WHERE entity IN (\(databaseQuestionMarks(count: entities.count)))
+            return (payloadsInOrder(of: """
+                SELECT rowid AS id FROM entities WHERE entity IN (\(databaseQuestionMarks(count: entities.count)))
                 ORDER BY json_extract(fields, ?) DESC, entity, key\(limitClause)
-                """, entities.map(\.rawValue) + [jsonPath(field)])
+                """), entities.map(\.rawValue) + [jsonPath(field)])
         case .newestAdded(let entity, let field):
-            return ("""
-                SELECT e.entity, e.key, e.fields AS payload, runs.started_at AS run_started FROM entities e
-                -- LEFT: retention may have pruned the run that added an entity long ago; the entity stays listed.
-                LEFT JOIN runs ON runs.id = e.added_run
+            return (payloadsInOrder(of: """
+                SELECT rowid AS id FROM entities
                 -- What the baseline found was there before: listing it would announce the catalogue.
-                WHERE e.entity = ? AND NOT \(isBaseline("e.added_run"))
-                ORDER BY e.added_run DESC, json_extract(e.fields, ?) DESC, e.key\(limitClause)
-                """, [entity.rawValue, jsonPath(field)])
+                WHERE entity = ? AND NOT \(isBaseline("added_run"))
+                ORDER BY added_run DESC, json_extract(fields, ?) DESC, key\(limitClause)
+                """, runStarted: true), [entity.rawValue, jsonPath(field)])
         case .chart(let chart):
-            return ("""
-                SELECT entity, key, fields AS payload FROM entities WHERE entity = ? AND json_extract(fields, ?) = ?
+            return (payloadsInOrder(of: """
+                SELECT rowid AS id FROM entities WHERE entity = ? AND json_extract(fields, ?) = ?
                 ORDER BY json_extract(fields, ?), json_extract(fields, ?), json_extract(fields, ?), key\(limitClause)
-                """, [EntityKind.chartEntry.rawValue, jsonPath("chart"), chart, jsonPath("country"),
+                """), [EntityKind.chartEntry.rawValue, jsonPath("chart"), chart, jsonPath("country"),
                       jsonPath("genre_id"), jsonPath("rank")])
         }
+    }
+
+    /// The entities `picking` selects (a query of `rowid AS id`, in its
+    /// order) with their payloads, read in that order. The picked rowids are
+    /// SQLite's co-routine and the left side of a CROSS JOIN, which SQLite
+    /// always keeps as the outer loop: rows come out in the co-routine's
+    /// order with no second sort (an outer ORDER BY would sort the payloads
+    /// again). `picking` must end with a LIMIT (`LIMIT -1` for none): SQLite
+    /// flattens a subquery without one into the join and drops its ORDER BY.
+    /// `ExportReaderTests` checks the order.
+    static func payloadsInOrder(of picking: String, runStarted: Bool = false) -> String {
+        """
+        SELECT e.entity, e.key, e.fields AS payload\(runStarted ? ", runs.started_at AS run_started" : "")
+        FROM (\(picking)) AS picked CROSS JOIN entities e ON e.rowid = picked.id
+        \(runStarted ? "-- LEFT: retention may have pruned the run that added an entity long ago; the entity stays listed.\nLEFT JOIN runs ON runs.id = e.added_run" : "")
+        """
     }
 
     package func forEachFeedRecord(_ query: FeedQuery, limit: Int?, _ body: (FeedRecord) throws -> Bool) throws {
@@ -211,17 +239,22 @@ extension SQLSnapshotStore {
 
     package func forEachDecrease(of entity: EntityKind, field: String, limit: Int?,
                                  _ body: (FieldDecrease) throws -> Bool) throws {
+        // Ids sorted first, payloads read in that order (``payloadsInOrder(of:runStarted:)``).
         try stream { db in
             let query = RawStatement(try db.makeStatement(sql: """
                 SELECT e.key, e.fields AS payload, c.before, c.after, runs.started_at AS run_started
-                FROM changes c JOIN entities e ON e.entity = c.entity AND e.key = c.key
+                FROM (SELECT c.id AS id FROM changes c JOIN entities e ON e.entity = c.entity AND e.key = c.key
+                      JOIN runs ON runs.id = c.run_id
+                      WHERE c.entity = ? AND c.op = 'changed' AND c.field = ?
+                        AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.entity = c.entity
+                                    AND c2.key = c.key AND c2.op = 'changed' AND c2.field = c.field)
+                        AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
+                      ORDER BY c.run_id DESC, e.key
+                """ + (limit.map { " LIMIT \(max(0, $0))" } ?? " LIMIT -1") + """
+                ) AS picked CROSS JOIN changes c ON c.id = picked.id
+                JOIN entities e ON e.entity = c.entity AND e.key = c.key
                 JOIN runs ON runs.id = c.run_id
-                WHERE c.entity = ? AND c.op = 'changed' AND c.field = ?
-                  AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.entity = c.entity
-                              AND c2.key = c.key AND c2.op = 'changed' AND c2.field = c.field)
-                  AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
-                ORDER BY c.run_id DESC, e.key
-                """ + (limit.map { " LIMIT \(max(0, $0))" } ?? "")))
+                """))
             query.bind(1, entity.rawValue)
             query.bind(2, field)
             defer { query.reset() }
@@ -240,12 +273,17 @@ extension SQLSnapshotStore {
     }
 
     package func forEachChangeWithRecord(runID: Int64, _ body: (ChangeWithRecord) throws -> Bool) throws {
+        // The change rows' ids are sorted, then each row and its entity's payload
+        // read in that order, as in ``payloadsInOrder(of:runStarted:)``: a sort of
+        // whole rows held a megabyte-long payload once per changed field of its record.
         try stream { db in
             let query = RawStatement(try db.makeStatement(sql: """
                 SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, e.fields AS payload
-                FROM changes c LEFT JOIN entities e ON e.entity = c.entity AND e.key = c.key
-                -- The baseline's log is the whole catalogue added: no news for a feed.
-                WHERE c.run_id = ? AND NOT \(Self.isBaseline("c.run_id")) ORDER BY c.source, c.entity, c.key, c.field
+                FROM (SELECT id FROM changes
+                      -- The baseline's log is the whole catalogue added: no news for a feed.
+                      WHERE run_id = ? AND NOT \(Self.isBaseline("run_id")) ORDER BY source, entity, key, field LIMIT -1) AS picked
+                CROSS JOIN changes c ON c.id = picked.id
+                LEFT JOIN entities e ON e.entity = c.entity AND e.key = c.key
                 """))
             query.bind(1, runID)
             defer { query.reset() }
