@@ -157,11 +157,17 @@ public struct InputRequest: Sendable, Equatable {
     /// inputs after the upstream's (all of them, whatever `selection` says):
     /// what the source itself learnt last time, e.g. that a feed moved.
     public var ownEntities: [EntityKind] = []
+    /// The payload members the source reads from its inputs (empty: every
+    /// member). Inputs are held together while the scopes are built, so a
+    /// source that needs a few members of each says which.
+    public var fields: [String] = []
 
-    public init(source: String, entities: [EntityKind], selection: InputSelection, ownEntities: [EntityKind] = []) {
+    public init(source: String, entities: [EntityKind], selection: InputSelection, ownEntities: [EntityKind] = [],
+                fields: [String] = []) {
         self.source = source
         self.entities = entities
         self.selection = selection
         self.ownEntities = ownEntities
+        self.fields = fields
     }
 }

@@ -116,8 +116,13 @@ extension SQLSnapshotStore {
     /// given entities, all when empty) that exist now, or only those added or
     /// changed by `runID` plus those `consumer` still owes work from earlier
     /// runs (``setPendingInputs(consumer:_:)``), in entity then key order.
+    /// With `fields`, each record carries only those members of its payload
+    /// (and its hash is theirs): rows are read one at a time and cut down as
+    /// they come, so a source that needs a podcast's feed address never
+    /// holds the catalogue's payloads (88k podcasts, some with megabyte-long
+    /// fields, were 1.06 GB of a night's 1.34 GB peak).
     package func inputRecords(source: String, entities: [EntityKind], selection: InputSelection,
-                             runID: Int64, consumer: String) throws(StoreSyncError) -> [Catalog.Record] {
+                             runID: Int64, consumer: String, fields: [String] = []) throws(StoreSyncError) -> [Catalog.Record] {
         try wrap {
             try engine.read { db in
                 var sql = "SELECT entity, key, \(Self.recordPayloadSQL) AS payload, hash FROM records WHERE source = ?"
@@ -134,11 +139,18 @@ extension SQLSnapshotStore {
                     arguments += [runID, runID, consumer] as [any SQLArgument]
                 }
                 sql += " ORDER BY entity, key"
-                return try db.rows(sql, arguments).compactMap { row in
-                    EntityKind(rawValue: row["entity"]).map {
-                        Record(entity: $0, key: row["key"], payload: row["payload"], hash: ContentHash(sqliteValue: row["hash"]))
+                var records: [Catalog.Record] = []
+                try db.forEachRow(sql, arguments) { row in
+                    guard let entity = EntityKind(rawValue: row["entity"]) else { return }
+                    guard !fields.isEmpty else {
+                        records.append(Record(entity: entity, key: row["key"], payload: row["payload"], hash: ContentHash(sqliteValue: row["hash"])))
+                        return
                     }
+                    let payload: String = row["payload"]
+                    let members = (try? JSONParser.parse(Array(payload.utf8)).objectValue) ?? [:]
+                    records.append(Record(entity: entity, key: row["key"], fields: members.filter { fields.contains($0.key) }))
                 }
+                return records
             }
         }
     }

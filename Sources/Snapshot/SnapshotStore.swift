@@ -144,8 +144,9 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// given entities, all when empty) that exist now, or only those added or
     /// changed by `runID` plus those `consumer` still owes work from earlier
     /// runs (``setPendingInputs(consumer:_:)``), in entity then key order.
+    /// With `fields`, each record carries only those members of its payload.
     func inputRecords(source: String, entities: [EntityKind], selection: InputSelection,
-                      runID: Int64, consumer: String) throws(StoreSyncError) -> [Catalog.Record]
+                      runID: Int64, consumer: String, fields: [String]) throws(StoreSyncError) -> [Catalog.Record]
 
     /// The upstream records `consumer` selects again next run until it has
     /// done their work. Replaces the previous list.

@@ -619,10 +619,11 @@ public struct Runner: Sendable {
         if let request = inputRequest {
             do {
                 inputs = try store.inputRecords(source: request.source, entities: request.entities,
-                                                selection: request.selection, runID: run.id, consumer: source.name)
+                                                selection: request.selection, runID: run.id, consumer: source.name,
+                                                fields: request.fields)
                 if !request.ownEntities.isEmpty {
                     inputs += try store.inputRecords(source: source.name, entities: request.ownEntities, selection: .all,
-                                                     runID: run.id, consumer: "\(source.name)#own")
+                                                     runID: run.id, consumer: "\(source.name)#own", fields: request.fields)
                 }
             } catch {
                 report.errors.append(RunProblem(error, source: source.name))
@@ -696,7 +697,7 @@ public struct Runner: Sendable {
         if source.settings.hasFollowUps {
             do {
                 let changed = try store.inputRecords(source: source.name, entities: [], selection: .newOrChanged,
-                                                     runID: run.id, consumer: Self.followUpConsumer(source))
+                                                     runID: run.id, consumer: Self.followUpConsumer(source), fields: [])
                 followUps = source.followUpScopes(baseURL: baseURL, newOrChanged: changed)
                 followUpsSelected = true
             } catch {

@@ -90,8 +90,16 @@ import TestSupport
         for record in expected {
             #expect(byKey[record.key]?.payload == record.payload && byKey[record.key]?.hash == record.hash)
         }
-        #expect(try store.inputRecords(source: "src", entities: [.record], selection: .all, runID: 2, consumer: "x")
+        #expect(try store.inputRecords(source: "src", entities: [.record], selection: .all, runID: 2, consumer: "x", fields: [])
             .map(\.payload) == stored.sorted { $0.key < $1.key }.map(\.payload))
+        // A dependent source that reads two members gets records of those two only, in the same order.
+        let cut = try store.inputRecords(source: "src", entities: [.record], selection: .all, runID: 2, consumer: "x",
+                                         fields: ["name", "price", "absent"])
+        #expect(cut.map(\.key) == stored.sorted { $0.key < $1.key }.map(\.key))
+        for record in cut {
+            let whole = try #require(byKey[record.key]).fields()
+            #expect(try record.fields() == whole.filter { $0.key == "name" || $0.key == "price" }, "\(record.key)")
+        }
     }
 
     /// An upgrade re-derives every entity from the records: a row whose JSON

@@ -37,7 +37,8 @@ extension PodcastFeedSettings: SourceKind {
     /// The upstream's podcasts, then this source's own podcast records (a
     /// feed's recorded move: see ``PodcastFeed/scopes(settings:podcasts:)``).
     public var inputRequest: InputRequest? {
-        InputRequest(source: from, entities: [.podcast], selection: select, ownEntities: [.podcast])
+        InputRequest(source: from, entities: [.podcast], selection: select, ownEntities: [.podcast],
+                     fields: ["feedUrl", PodcastFeed.listedFeedURLField, "collectionName", "trackName"])
     }
 
     public func scopes(baseURL: URL, inputs: [Record]) -> [CrawlScope] {
