@@ -1,11 +1,15 @@
 import Synchronization
 
 /// A bounded single-producer, single-consumer queue: the producer (a scope's
-/// fetch-and-decode task) suspends when `capacity` items wait, so a scope
-/// fetched ahead of its turn holds at most that many pages in memory.
+/// fetch-and-decode task) suspends when `capacity` items wait, or when the
+/// items waiting hold `byteBudget` bytes, so a scope fetched ahead of its
+/// turn holds at most that many pages, and that much memory, whatever its
+/// rows weigh. An item is always queued into an empty queue: the consumer
+/// only ever waits on an empty queue, so a large item never stalls it.
 final class PageChannel<Element: Sendable>: Sendable {
     private struct State {
-        var buffer: [Element] = []
+        var buffer: [(element: Element, bytes: Int)] = []
+        var queuedBytes = 0
         var finished = false
         /// Set by the consumer when it stops early: the producer's sends fail.
         var cancelled = false
@@ -16,24 +20,42 @@ final class PageChannel<Element: Sendable>: Sendable {
     private enum SendAction { case delivered(CheckedContinuation<Element?, Never>), queued, full, cancelled }
     private enum TakeAction { case element(Element, CheckedContinuation<Bool, Never>?), end, wait }
 
-    private let capacity: Int
-    private let state = Mutex(State())
-
-    init(capacity: Int) {
-        self.capacity = max(1, capacity)
+    private static func takeFirst(_ state: inout State) -> Element {
+        let (element, bytes) = state.buffer.removeFirst()
+        state.queuedBytes -= bytes
+        return element
     }
 
-    /// Queues `element`, waiting while the queue is full. False once the
-    /// consumer has cancelled: the producer should stop.
-    func send(_ element: Element) async -> Bool {
+    private let capacity: Int
+    private let byteBudget: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int, byteBudget: Int = .max) {
+        self.capacity = max(1, capacity)
+        self.byteBudget = byteBudget
+    }
+
+    private func hasRoom(_ state: State, for bytes: Int) -> Bool {
+        state.buffer.isEmpty || (state.buffer.count < capacity && state.queuedBytes + bytes <= byteBudget)
+    }
+
+    /// Whether an element of `bytes` would be queued now without waiting.
+    func hasRoom(for bytes: Int) -> Bool {
+        state.withLock { hasRoom($0, for: bytes) }
+    }
+
+    /// Queues `element` (holding about `bytes` of memory), waiting while the
+    /// queue is full. False once the consumer has cancelled: the producer should stop.
+    func send(_ element: Element, bytes: Int = 0) async -> Bool {
         let action: SendAction = state.withLock { state in
             if state.cancelled { return .cancelled }
             if let consumer = state.waitingConsumer {
                 state.waitingConsumer = nil
                 return .delivered(consumer)
             }
-            if state.buffer.count < capacity {
-                state.buffer.append(element)
+            if hasRoom(state, for: bytes) {
+                state.buffer.append((element, bytes))
+                state.queuedBytes += bytes
                 return .queued
             }
             return .full
@@ -51,13 +73,13 @@ final class PageChannel<Element: Sendable>: Sendable {
             let go = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let resumeNow: Bool? = state.withLock { state in
                     if state.cancelled { return false }
-                    if state.buffer.count < capacity { return true }
+                    if hasRoom(state, for: bytes) { return true }
                     state.waitingProducer = continuation
                     return nil
                 }
                 if let resumeNow { continuation.resume(returning: resumeNow) }
             }
-            return go ? await send(element) : false
+            return go ? await send(element, bytes: bytes) : false
         }
     }
 
@@ -75,7 +97,7 @@ final class PageChannel<Element: Sendable>: Sendable {
     func next() async -> Element? {
         let action: TakeAction = state.withLock { state in
             if !state.buffer.isEmpty {
-                let element = state.buffer.removeFirst()
+                let element = Self.takeFirst(&state)
                 defer { state.waitingProducer = nil }
                 return .element(element, state.waitingProducer)
             }
@@ -91,7 +113,7 @@ final class PageChannel<Element: Sendable>: Sendable {
             return await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
                 let now: TakeAction = state.withLock { state in
                     if !state.buffer.isEmpty {
-                        let element = state.buffer.removeFirst()
+                        let element = Self.takeFirst(&state)
                         defer { state.waitingProducer = nil }
                         return .element(element, state.waitingProducer)
                     }
@@ -117,7 +139,7 @@ final class PageChannel<Element: Sendable>: Sendable {
     func poll() -> Element? {
         let taken: (Element, CheckedContinuation<Bool, Never>?)? = state.withLock { state in
             guard !state.buffer.isEmpty else { return nil }
-            let element = state.buffer.removeFirst()
+            let element = Self.takeFirst(&state)
             defer { state.waitingProducer = nil }
             return (element, state.waitingProducer)
         }
@@ -132,6 +154,7 @@ final class PageChannel<Element: Sendable>: Sendable {
         let producer = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             state.cancelled = true
             state.buffer.removeAll()
+            state.queuedBytes = 0
             defer { state.waitingProducer = nil }
             return state.waitingProducer
         }
