@@ -64,7 +64,8 @@ extension SQLSnapshotStore {
     package func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
                               _ body: (ProjectedRecord) throws -> Void) throws {
         // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
-        let selected = "substr(sources, 1, instr(sources || char(9), char(9)) - 1), key, fields"
+        let firstSource = "substr(sources, 1, instr(sources || char(9), char(9)) - 1)"
+        let selected = "\(firstSource), key, fields"
         try stream { db in
             let sql: String
             switch order {
@@ -85,7 +86,7 @@ extension SQLSnapshotStore {
                 // Ids sorted, rows read in that order (``payloadsInOrder(of:runStarted:)``).
                 sql = """
                     SELECT \(selected) FROM (SELECT rowid AS id FROM entities WHERE entity = ?
-                                            ORDER BY substr(sources, 1, instr(sources || char(9), char(9)) - 1), key
+                                            ORDER BY \(firstSource), key
                                             LIMIT -1) AS picked
                     CROSS JOIN entities ON entities.rowid = picked.id
                     """
@@ -187,7 +188,7 @@ extension SQLSnapshotStore {
     /// order with no second sort (an outer ORDER BY would sort the payloads
     /// again). `picking` must end with a LIMIT (`LIMIT -1` for none): SQLite
     /// flattens a subquery without one into the join and drops its ORDER BY.
-    /// `ExportReaderTests` checks the order.
+    /// `SortedReadsTests` checks the order.
     static func payloadsInOrder(of picking: String, runStarted: Bool = false) -> String {
         """
         SELECT e.entity, e.key, e.fields AS payload\(runStarted ? ", runs.started_at AS run_started" : "")

@@ -260,10 +260,6 @@ struct IdentitySet: Sendable, ExpressibleByArrayLiteral {
     @discardableResult
     mutating func remove(_ identity: RecordIdentity) -> Bool { table.remove(identity) }
 
-    mutating func formUnion(_ identities: some Sequence<RecordIdentity>) {
-        for identity in identities { insert(identity) }
-    }
-
     func forEach(_ body: (RecordIdentity) throws -> Void) rethrows {
         try table.forEach { identity, _ in try body(identity) }
     }

@@ -51,7 +51,8 @@ final class DigestIndex: Sendable {
     }
 
     private let table: Mutex<Table>
-    /// How many records the index held when it was read (to size the run's seen-set).
+    /// How many records the index held when it was read (the removal pass's
+    /// bound on unseen keys worth listing one by one).
     let initialCount: Int
 
     init(_ digests: IdentityTable<StoredDigest>) {

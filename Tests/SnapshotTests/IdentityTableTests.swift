@@ -75,7 +75,7 @@ import TestSupport
         let back = set.insert(a)
         #expect(back, "a removed key comes back")
         var copy = set
-        copy.formUnion([RecordIdentity(entity: .app, key: "x")])
+        copy.insert(RecordIdentity(entity: .app, key: "x"))
         #expect(set.count == 2 && copy.count == 3, "a copy is a value")
     }
 }
