@@ -56,6 +56,24 @@ package enum JSONParser {
         return parser.findMember(Array(name.utf8))
     }
 
+    /// Decodes the JSON string `json` (its quotes included) into `decoded`, as
+    /// parsing it does but before invalid UTF-8 is repaired (a String made of
+    /// `decoded` is the parsed string); false when `json` is not exactly one
+    /// valid JSON string.
+    package static func decodeString(_ json: UnsafeBufferPointer<UInt8>, into decoded: inout [UInt8]) -> Bool {
+        guard json.first == UInt8(ascii: "\"") else { return false }
+        var parser = Parser(buffer: json)
+        do {
+            try parser.parseStringBytes { bytes in
+                decoded.removeAll(keepingCapacity: true)
+                decoded.append(contentsOf: bytes)
+            }
+        } catch {
+            return false
+        }
+        return parser.index == json.count
+    }
+
     private struct Parser {
         let buffer: UnsafeBufferPointer<UInt8>
         var index = 0
@@ -180,19 +198,24 @@ package enum JSONParser {
         }
 
         mutating func parseString() throws(JSONSyntaxError) -> String {
+            try parseStringBytes { String(decoding: $0, as: UTF8.self) }
+        }
+
+        /// Reads the string whose opening quote is at `index` and hands `body`
+        /// its decoded UTF-8 (as the document has it: invalid bytes not yet repaired).
+        mutating func parseStringBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) throws(JSONSyntaxError) -> R {
             index += 1
             let start = index
             // Fast path: no escapes.
-            while index < buffer.count {
+            skipPlainStringBytes()
+            if index < buffer.count {
                 let b = buffer[index]
                 if b == UInt8(ascii: "\"") {
-                    let s = String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self)
+                    let s = body(UnsafeBufferPointer(rebasing: buffer[start..<index]))
                     index += 1
                     return s
                 }
-                if b == UInt8(ascii: "\\") { break }
                 if b < 0x20 { throw error("unescaped control character in a string") }
-                index += 1
             }
             scratch.removeAll(keepingCapacity: true)
             scratch.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<index]))
@@ -201,7 +224,7 @@ package enum JSONParser {
                 switch b {
                 case UInt8(ascii: "\""):
                     index += 1
-                    return String(decoding: scratch, as: UTF8.self)
+                    return scratch.withUnsafeBufferPointer(body)
                 case UInt8(ascii: "\\"):
                     index += 1
                     guard index < buffer.count else { throw error("unterminated escape") }
@@ -238,11 +261,33 @@ package enum JSONParser {
                     }
                 default:
                     if b < 0x20 { throw error("unescaped control character in a string") }
-                    scratch.append(b)
+                    let run = index
                     index += 1
+                    skipPlainStringBytes()
+                    scratch.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[run..<index]))
                 }
             }
             throw error("unterminated string")
+        }
+
+        /// Moves `index` past string bytes that stand for themselves (not a
+        /// quote, a backslash or a control character), eight at a time where it can:
+        /// most of a page's bytes are the text of its strings.
+        mutating func skipPlainStringBytes() {
+            let count = buffer.count
+            if let base = buffer.baseAddress {
+                while index + 8 <= count {
+                    let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                    if SWAR.hasByte(word, UInt8(ascii: "\"")) || SWAR.hasByte(word, UInt8(ascii: "\\"))
+                        || SWAR.hasByteBelow(word, 0x20) { break }
+                    index += 8
+                }
+            }
+            while index < count {
+                let b = buffer[index]
+                if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 { return }
+                index += 1
+            }
         }
 
         mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {

@@ -280,13 +280,14 @@ package enum AtomicFile {
     }
 }
 
-/// A buffered writer over a file descriptor.
+/// A buffered writer over a file descriptor, or into memory.
 ///
 /// Bytes are collected in a fixed buffer (64 KiB by default) and handed to
 /// `write(2)` when it fills, so memory does not grow with the size of the file.
 /// The sink does not own the descriptor: whoever opened it closes it, after
 /// calling ``flush()``. It is non-copyable, so two copies can never interleave
-/// their buffers.
+/// their buffers. A memory sink (``init(memoryFor:)``) collects the bytes
+/// instead, for a part of a file made on another thread and written later.
 package struct OutputSink: ~Copyable {
     /// The default buffer size.
     package static let defaultCapacity = 64 * 1024
@@ -298,6 +299,8 @@ package struct OutputSink: ~Copyable {
     @usableFromInline let capacity: Int
     @usableFromInline var count: Int = 0
     @usableFromInline var flushedBytes: Int64 = 0
+    /// What a memory sink flushed (nil for a descriptor's).
+    private var collected: [UInt8]?
 
     /// A sink over an open, writable descriptor. `path` is only used in error messages.
     package init(fileDescriptor: Int32, path: String, capacity: Int = OutputSink.defaultCapacity) {
@@ -305,6 +308,25 @@ package struct OutputSink: ~Copyable {
         self.path = path
         self.capacity = max(capacity, 1024)
         self.buffer = .allocate(capacity: self.capacity)
+    }
+
+    /// A sink that keeps what it is given, for ``collectedBytes()``; `path` is
+    /// the file the bytes are for, named in errors.
+    package init(memoryFor path: String, capacity: Int = OutputSink.defaultCapacity) {
+        self.init(fileDescriptor: -1, path: path, capacity: capacity)
+        collected = []
+    }
+
+    /// Everything a memory sink was given, in order (empty for a descriptor's sink).
+    package consuming func collectedBytes() -> [UInt8] {
+        if collected != nil { try? flush() }
+        return collected ?? []
+    }
+
+    /// Appends everything the memory sink `other` was given, without copying it first.
+    package mutating func write(contentsOf other: borrowing OutputSink) throws {
+        if let collected = other.collected { try collected.withUnsafeBytes { try write($0) } }
+        try write(UnsafeRawBufferPointer(start: other.buffer, count: other.count))
     }
 
     deinit { buffer.deallocate() }
@@ -375,7 +397,11 @@ package struct OutputSink: ~Copyable {
         }
     }
 
-    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+    private mutating func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        if collected != nil {
+            collected!.append(contentsOf: bytes)
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let n = Glibc_write(fd, bytes.baseAddress! + offset, bytes.count - offset)

@@ -26,18 +26,12 @@ package enum CSVExport {
             let columns = EntityColumns.columns(for: entity)
             let url = directory.appendingPathComponent("\(ConsumerSchema.table(for: entity)).csv")
             let header = [ConsumerSchema.keyColumn] + columns.map(\.name) + [ConsumerSchema.extraColumn]
-            let read = stored.contains(entity)
-            let rows = try CSVWriter.write(to: url, header: header, options: csvOptions) { emit in
-                guard read else { return }
-                var cells: [CSVCell] = []
-                cells.reserveCapacity(header.count)
-                try context.store.forEachRecord(of: entity, columns: columns, order: .insertion) { record in
-                    cells.removeAll(keepingCapacity: true)
-                    cells.append(.text(record.key))
-                    for value in record.values { cells.append(cell(value)) }
-                    cells.append(ExtraMembers.json(payload: record.payload, columns: columns, values: record.values).map(CSVCell.text) ?? .null)
-                    try emit(cells)
-                }
+            let table = CSVTableFile(header: header, columns: columns, extra: true, source: nil, options: csvOptions)
+            let rows: Int
+            if stored.contains(entity) {
+                rows = try table.write(to: url, entity: entity, store: context.store)
+            } else {
+                rows = try CSVWriter.write(to: url, header: header, options: csvOptions) { _ in }
             }
             files.append(ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows))
         }

@@ -1,4 +1,6 @@
 import Foundation
+import Catalog
+import Snapshot
 
 /// How a CSV file is laid out.
 package struct CSVOptions: Sendable, Equatable {
@@ -88,6 +90,15 @@ package struct CSVWriter: Sendable {
         self.options = options
     }
 
+    /// A writer of rows that follow another writer's header in the same file
+    /// (a part of the file made on another thread): no byte order mark, and
+    /// each row must have `columnCount` fields.
+    package init(options: CSVOptions, continuing columnCount: Int?) {
+        self.options = options
+        self.columnCount = columnCount
+        started = true
+    }
+
     /// Writes the header row. Call at most once, before any row.
     package mutating func writeHeader(_ names: [String], into sink: inout OutputSink) throws {
         precondition(!started, "CSV header must come first")
@@ -112,9 +123,7 @@ package struct CSVWriter: Sendable {
     /// Appends one field to the current row (for callers that do not want to build an
     /// array per row). Finish the row with ``endRow(into:)``.
     package mutating func writeField(_ cell: CSVCell, into sink: inout OutputSink) throws {
-        if !started { try start(&sink) }
-        if fieldsInRow > 0 { try sink.write(byte: options.delimiter) }
-        fieldsInRow += 1
+        try beginField(&sink)
         switch cell {
         case .null:
             break
@@ -159,6 +168,163 @@ package struct CSVWriter: Sendable {
 
     // MARK: - Bytes
 
+    private mutating func beginField(_ sink: inout OutputSink) throws {
+        if !started { try start(&sink) }
+        if fieldsInRow > 0 { try sink.write(byte: options.delimiter) }
+        fieldsInRow += 1
+    }
+
+    /// Appends a `.text` field given as UTF-8 bytes: the same bytes as
+    /// `writeField(.text(String(decoding: text, as: UTF8.self)))`, copied
+    /// straight through when nothing in them needs cleaning, quoting or
+    /// neutralising (a key, a name, a URL: nearly every cell of a table).
+    package mutating func writeTextField(_ text: UnsafeBufferPointer<UInt8>, into sink: inout OutputSink) throws {
+        switch shape(of: text) {
+        case .plain:
+            try beginField(&sink)
+            try sink.write(UnsafeRawBufferPointer(text))
+        case .clean:
+            try beginField(&sink)
+            try writeQuoted(text, into: &sink)
+        case .dirty:
+            try writeField(.text(String(decoding: text, as: UTF8.self)), into: &sink)
+        }
+    }
+
+    /// Appends a field holding a stored JSON value (a member of a payload, as
+    /// its JSON text; `escaped` when a string of it holds escapes): the same
+    /// bytes as the cell the value projects to, `writeField(CSVExport.cell(PayloadProjection.value(json, escaped:)))`.
+    /// A string, an integer and a short decimal are written from the
+    /// payload's bytes (a string with escapes decoded into `scratch` first);
+    /// anything else takes that way.
+    package mutating func writeJSONField(_ json: UnsafeBufferPointer<UInt8>, escaped: Bool, scratch: inout [UInt8],
+                                         into sink: inout OutputSink) throws {
+        if let first = json.first {
+            if first == UInt8(ascii: "\""), json.count >= 2 {
+                let inner = UnsafeBufferPointer(rebasing: json[1..<json.count - 1])
+                if !escaped {
+                    return try writeTextField(inner, into: &sink)
+                }
+                if JSONParser.decodeString(json, into: &scratch) {
+                    return try scratch.withUnsafeBufferPointer { try writeTextField($0, into: &sink) }
+                }
+            } else if first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39), Self.printsAsItself(json) {
+                try beginField(&sink)
+                return try sink.write(UnsafeRawBufferPointer(json))
+            }
+        }
+        try writeField(CSVExport.cell(PayloadProjection.value(json, escaped: escaped)), into: &sink)
+    }
+
+    /// What writing a text cell takes.
+    private enum TextShape {
+        /// Written as it is.
+        case plain
+        /// Valid UTF-8 with nothing to clean: quotes, a formula or emptiness to deal with.
+        case clean
+        /// Invalid UTF-8, or characters ``ExportText/clean(_:)`` removes.
+        case dirty
+    }
+
+    /// The shape of `text`, in one pass over its bytes (eight at a time while they are plain ASCII).
+    private func shape(of text: UnsafeBufferPointer<UInt8>) -> TextShape {
+        guard let base = text.baseAddress, let first = text.first else { return .clean }
+        var plain = !(options.neutralizeFormulas && CSVWriter.startsFormula(first))
+        let delimiter = options.delimiter
+        let count = text.count
+        var i = 0
+        @inline(__always) func continuation(_ offset: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
+            i + offset < count && text[i + offset] >= low && text[i + offset] <= high
+        }
+        while i < count {
+            while i + 8 <= count {
+                let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                guard SWAR.isASCII(word), !SWAR.hasByteBelow(word, 0x20), !SWAR.hasByte(word, 0x22),
+                      !SWAR.hasByte(word, delimiter) else { break }
+                i += 8
+            }
+            guard i < count else { break }
+            let byte = text[i]
+            if byte < 0x80 {
+                if byte < 0x20 {
+                    guard byte == 0x09 || byte == 0x0A || byte == 0x0D else { return .dirty }
+                    plain = false
+                } else if byte == 0x22 || byte == delimiter {
+                    plain = false
+                }
+                i += 1
+                continue
+            }
+            // A UTF-8 sequence, checked against the standard's table of well-formed sequences.
+            switch byte {
+            case 0xC2...0xDF:
+                guard continuation(1) else { return .dirty }
+                i += 2
+            case 0xE0:
+                guard continuation(1, 0xA0), continuation(2) else { return .dirty }
+                i += 3
+            case 0xE1...0xEC, 0xEE:
+                guard continuation(1), continuation(2) else { return .dirty }
+                i += 3
+            case 0xED:
+                guard continuation(1, 0x80, 0x9F), continuation(2) else { return .dirty }
+                i += 3
+            case 0xEF:
+                guard continuation(1), continuation(2) else { return .dirty }
+                // EF BF BE and EF BF BF are U+FFFE and U+FFFF, which cleaning removes.
+                if text[i + 1] == 0xBF, text[i + 2] >= 0xBE { return .dirty }
+                i += 3
+            case 0xF0:
+                guard continuation(1, 0x90), continuation(2), continuation(3) else { return .dirty }
+                i += 4
+            case 0xF1...0xF3:
+                guard continuation(1), continuation(2), continuation(3) else { return .dirty }
+                i += 4
+            case 0xF4:
+                guard continuation(1, 0x80, 0x8F), continuation(2), continuation(3) else { return .dirty }
+                i += 4
+            default:
+                return .dirty
+            }
+        }
+        return plain ? .plain : .clean
+    }
+
+    /// Whether a JSON number prints the same once read: an integer
+    /// `-?(0|[1-9][0-9]{0,17})` (not `-0`) as `String(Int64)` prints it, or a
+    /// decimal `-?(0|[1-9][0-9]*).[0-9]+` of at most 15 significant digits, at
+    /// least 0.1 in size, with no trailing zero (but `1.0`), as `String(Double)`
+    /// prints it: fifteen digits always survive a round trip through a
+    /// Double, and Swift prints the shortest that does, in positional form
+    /// below 2^53.
+    static func printsAsItself(_ json: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = json.count
+        var i = json.first == UInt8(ascii: "-") ? 1 : 0
+        @inline(__always) func digit(_ at: Int) -> Bool { at < count && json[at] >= 0x30 && json[at] <= 0x39 }
+        let integerStart = i
+        while digit(i) { i += 1 }
+        let integerDigits = i - integerStart
+        guard integerDigits > 0, integerDigits == 1 || json[integerStart] != 0x30 else { return false }
+        let zeroInteger = integerDigits == 1 && json[integerStart] == 0x30
+        if i == count {
+            return integerDigits <= 18 && !(zeroInteger && integerStart == 1)
+        }
+        guard json[i] == UInt8(ascii: "."), digit(i + 1) else { return false }
+        let fractionStart = i + 1
+        i = fractionStart
+        while digit(i) { i += 1 }
+        guard i == count else { return false }
+        let fractionDigits = count - fractionStart
+        if fractionDigits == 1, json[fractionStart] == 0x30 {
+            return integerDigits <= 15
+        }
+        guard json[count - 1] != 0x30 else { return false }
+        if zeroInteger {
+            return json[fractionStart] != 0x30 && fractionDigits <= 15
+        }
+        return integerDigits + fractionDigits <= 15
+    }
+
     private mutating func start(_ sink: inout OutputSink) throws {
         started = true
         if options.byteOrderMark {
@@ -185,57 +351,58 @@ package struct CSVWriter: Sendable {
 
     private func writeText(_ text: String, into sink: inout OutputSink) throws {
         var text = text
-        // The common cell — nothing to remove, quote or neutralise — in one pass over
-        // its bytes, written as it is (a cell used to take five passes: the cleaning
-        // and a memchr for each byte that asks for quotes).
-        let plain = text.withUTF8 { bytes in
-            guard let first = bytes.first, !(options.neutralizeFormulas && CSVWriter.startsFormula(first)) else { return false }
-            let delimiter = options.delimiter
-            for byte in bytes where byte < 0x20 || byte == 0x22 || byte == delimiter || byte == 0xEF { return false }
-            return true
-        }
-        if plain {
+        // The common cell (nothing to remove, quote or neutralise) is written as
+        // it is after one pass over its bytes.
+        switch text.withUTF8({ shape(of: $0) }) {
+        case .plain:
             try sink.write(text)
+        case .clean:
+            try text.withUTF8 { try writeQuoted($0, into: &sink) }
+        case .dirty:
+            // Every export's character rule (NUL and other C0 controls removed), here so
+            // that no CSV this writer makes (tables, changes.csv, `changes --csv`) escapes it.
+            text = ExportText.clean(text)
+            try text.withUTF8 { try writeQuoted($0, into: &sink) }
+        }
+    }
+
+    /// Writes clean text (valid UTF-8, nothing ``ExportText/clean(_:)`` would
+    /// remove), quoted when it holds the delimiter, a quote, CR or LF, with a
+    /// `'` before a formula.
+    private func writeQuoted(_ bytes: UnsafeBufferPointer<UInt8>, into sink: inout OutputSink) throws {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else {
+            // Empty text is "" (distinct from null, which is nothing).
+            try sink.write(byte: 0x22)
+            try sink.write(byte: 0x22)
             return
         }
-        // Every export's character rule (NUL and other C0 controls removed), here so
-        // that no CSV this writer makes — tables, changes.csv, `changes --csv` — escapes it.
-        text = ExportText.clean(text)
-        try text.withUTF8 { bytes in
-            guard let base = bytes.baseAddress, !bytes.isEmpty else {
-                // Empty text is "" (distinct from null, which is nothing).
-                try sink.write(byte: 0x22)
-                try sink.write(byte: 0x22)
-                return
-            }
-            // memchr scans with SIMD: a long cell (a JSON payload) is searched at memory speed.
-            func find(_ byte: UInt8, from start: Int = 0) -> Int? {
-                memchr(base + start, Int32(byte), bytes.count - start).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base }
-            }
-            let firstQuote = find(0x22)
-            let needsQuotes = firstQuote != nil || find(options.delimiter) != nil || find(0x0A) != nil || find(0x0D) != nil
-            let neutralize = options.neutralizeFormulas && CSVWriter.startsFormula(bytes[0])
-            if !needsQuotes {
-                if neutralize { try sink.write(byte: UInt8(ascii: "'")) }
-                try sink.write(UnsafeRawBufferPointer(bytes))
-                return
-            }
-            try sink.write(byte: 0x22)
-            if neutralize { try sink.write(byte: UInt8(ascii: "'")) }
-            var runStart = 0
-            var quote = firstQuote
-            while let index = quote {
-                // Write up to and including the quote, then the quote again.
-                try sink.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...index])))
-                try sink.write(byte: 0x22)
-                runStart = index + 1
-                quote = runStart < bytes.count ? find(0x22, from: runStart) : nil
-            }
-            if runStart < bytes.count {
-                try sink.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...])))
-            }
-            try sink.write(byte: 0x22)
+        // memchr scans with SIMD: a long cell (a JSON payload) is searched at memory speed.
+        func find(_ byte: UInt8, from start: Int = 0) -> Int? {
+            memchr(base + start, Int32(byte), bytes.count - start).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base }
         }
+        let firstQuote = find(0x22)
+        let needsQuotes = firstQuote != nil || find(options.delimiter) != nil || find(0x0A) != nil || find(0x0D) != nil
+        let neutralize = options.neutralizeFormulas && CSVWriter.startsFormula(bytes[0])
+        if !needsQuotes {
+            if neutralize { try sink.write(byte: UInt8(ascii: "'")) }
+            try sink.write(UnsafeRawBufferPointer(bytes))
+            return
+        }
+        try sink.write(byte: 0x22)
+        if neutralize { try sink.write(byte: UInt8(ascii: "'")) }
+        var runStart = 0
+        var quote = firstQuote
+        while let index = quote {
+            // Write up to and including the quote, then the quote again.
+            try sink.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...index])))
+            try sink.write(byte: 0x22)
+            runStart = index + 1
+            quote = runStart < bytes.count ? find(0x22, from: runStart) : nil
+        }
+        if runStart < bytes.count {
+            try sink.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[runStart...])))
+        }
+        try sink.write(byte: 0x22)
     }
 
     /// `=`, `+`, `-`, `@`, tab, CR: the first characters spreadsheets treat as a formula.

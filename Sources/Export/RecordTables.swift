@@ -261,23 +261,12 @@ enum RecordTables {
     static func writeCSV(directory: URL, options: CSVOptions, store: any SnapshotStore) throws -> [ExportedFile] {
         var files: [ExportedFile] = []
         let layouts = try layouts(store: store)
-        let (columns, positions) = projection(layouts)
         for layout in layouts {
             let url = directory.appendingPathComponent("\(layout.table).csv")
             let header = [layout.keyColumn] + layout.columns.map(\.name)
-            let mine = positions[layout.source] ?? []
             // One pass over the rows per source: a CSV file is written whole by one call.
-            let rows = try CSVWriter.write(to: url, header: header, options: options) { emit in
-                var cells: [CSVCell] = []
-                cells.reserveCapacity(header.count)
-                try store.forEachRecord(of: .record, columns: columns, order: .insertion) { record in
-                    guard record.source == layout.source else { return }
-                    cells.removeAll(keepingCapacity: true)
-                    cells.append(.text(ownKey(record)))
-                    for position in mine { cells.append(CSVExport.cell(record.values[position])) }
-                    try emit(cells)
-                }
-            }
+            let table = CSVTableFile(header: header, columns: layout.columns, extra: false, source: layout.source, options: options)
+            let rows = try table.write(to: url, entity: .record, store: store)
             files.append(ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows))
         }
         return files

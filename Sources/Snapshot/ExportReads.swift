@@ -63,6 +63,21 @@ extension SQLSnapshotStore {
 
     package func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
                               _ body: (ProjectedRecord) throws -> Void) throws {
+        var projection = PayloadProjection(columns)
+        // One row value reused: the callback gets it by value, and unless it keeps it the buffers are not copied.
+        var row = ProjectedRecord(source: "", key: "", values: [], payload: "")
+        row.values.reserveCapacity(columns.count)
+        try forEachRecordBytes(of: entity, order: order) { stored in
+            row.source = String(decoding: stored.source, as: UTF8.self)
+            row.key = String(decoding: stored.key, as: UTF8.self)
+            projection.values(of: stored.payload, into: &row.values)
+            row.payload = String(decoding: stored.payload, as: UTF8.self)
+            try body(row)
+        }
+    }
+
+    package func forEachRecordBytes(of entity: EntityKind, order: RecordOrder,
+                                    _ body: (StoredRecordBytes) throws -> Void) throws {
         // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
         let firstSource = "substr(sources, 1, instr(sources || char(9), char(9)) - 1)"
         let selected = "\(firstSource), key, fields"
@@ -93,17 +108,8 @@ extension SQLSnapshotStore {
             }
             let query = RawStatement(try db.makeStatement(sql: sql))
             query.bind(1, entity.rawValue)
-            var projection = PayloadProjection(columns)
-            // One row value reused: the callback gets it by value, and unless it keeps it the buffers are not copied.
-            var row = ProjectedRecord(source: "", key: "", values: [], payload: "")
-            row.values.reserveCapacity(columns.count)
             while try query.nextRow(db) {
-                row.source = query.columnText(0)
-                row.key = query.columnText(1)
-                let payload = query.columnBytes(2)
-                projection.values(of: payload, into: &row.values)
-                row.payload = String(decoding: payload, as: UTF8.self)
-                try body(row)
+                try body(StoredRecordBytes(source: query.columnBytes(0), key: query.columnBytes(1), payload: query.columnBytes(2)))
             }
         }
     }
@@ -389,20 +395,37 @@ package struct PayloadProjection {
         values.removeAll(keepingCapacity: true)
         values.append(contentsOf: repeatElement(.null, count: count))
         guard count > 0 else { return }
-        for index in filled.indices { filled[index] = false }
-        var position = 0
-        JSONMembers.scan(payload) { name, nameEscaped, value, valueEscaped, _ in
-            for column in columns(named: UnsafeBufferPointer(rebasing: payload[name]), escaped: nameEscaped, at: position)
-            where !filled[column] {
-                filled[column] = true
-                values[column] = Self.value(UnsafeBufferPointer(rebasing: payload[value]), escaped: valueEscaped)
-            }
-            position += 1
+        members(of: payload) { column, value, escaped in
+            values[column] = Self.value(UnsafeBufferPointer(rebasing: payload[value]), escaped: escaped)
         }
     }
 
+    /// Calls `body` with each column `payload` fills: the column's index, its
+    /// member's JSON text (a range of `payload`) and whether that holds escapes;
+    /// a column the payload lacks is not called. Returns how many members the
+    /// payload has at its top level (as far as it is an object).
+    @discardableResult
+    package mutating func members(of payload: UnsafeBufferPointer<UInt8>,
+                                  _ body: (_ column: Int, _ value: Range<Int>, _ escaped: Bool) -> Void) -> Int {
+        for index in filled.indices { filled[index] = false }
+        var position = 0
+        JSONMembers.scan(payload) { name, nameEscaped, value, valueEscaped, _ in
+            if count > 0 {
+                for column in columns(named: UnsafeBufferPointer(rebasing: payload[name]), escaped: nameEscaped, at: position)
+                where !filled[column] {
+                    filled[column] = true
+                    body(column, value, valueEscaped)
+                }
+            }
+            position += 1
+        }
+        return position
+    }
+
     private mutating func columns(named name: UnsafeBufferPointer<UInt8>, escaped: Bool, at position: Int) -> [Int] {
-        if !escaped, position < lastRow.count, lastRow[position].name.withUnsafeBufferPointer({ $0.elementsEqual(name) }) {
+        if !escaped, position < lastRow.count, lastRow[position].name.withUnsafeBufferPointer({ previous in
+            previous.count == name.count && (name.isEmpty || memcmp(previous.baseAddress!, name.baseAddress!, name.count) == 0)
+        }) {
             return lastRow[position].columns
         }
         let text = escaped ? JSONMembers.decodeString(name[...]) : String(decoding: name, as: UTF8.self)
@@ -413,7 +436,7 @@ package struct PayloadProjection {
     }
 
     /// One member's value (its JSON text) as `json_extract` types it.
-    static func value(_ json: UnsafeBufferPointer<UInt8>, escaped: Bool) -> StoredValue {
+    package static func value(_ json: UnsafeBufferPointer<UInt8>, escaped: Bool) -> StoredValue {
         guard let first = json.first else { return .null }
         switch first {
         case UInt8(ascii: "\""):
@@ -505,6 +528,16 @@ package enum JSONMembers {
             var escaped = false
             i += 1
             while i < count {
+                // Eight bytes at a time while none is a quote or a backslash:
+                // a payload is mostly the text of its strings.
+                if let base = bytes.baseAddress {
+                    while i + 8 <= count {
+                        let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                        if SWAR.hasByte(word, UInt8(ascii: "\"")) || SWAR.hasByte(word, UInt8(ascii: "\\")) { break }
+                        i += 8
+                    }
+                    guard i < count else { break }
+                }
                 switch bytes[i] {
                 case UInt8(ascii: "\\"): escaped = true; i += 2
                 case UInt8(ascii: "\""): i += 1; return escaped

@@ -190,6 +190,12 @@ public protocol SnapshotStore: AnyObject, Sendable {
     func forEachRecord(of entity: EntityKind, columns: [ExportColumn], order: RecordOrder,
                        _ body: (ProjectedRecord) throws -> Void) throws
 
+    /// ``forEachRecord(of:columns:order:_:)`` without making a String: each
+    /// record's source, key and payload as the store's bytes, for writers
+    /// that copy them to a file.
+    func forEachRecordBytes(of entity: EntityKind, order: RecordOrder,
+                            _ body: (StoredRecordBytes) throws -> Void) throws
+
     /// Streams the change log, of one run or (nil) of every run, in `order`.
     func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws
 

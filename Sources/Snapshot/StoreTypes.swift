@@ -270,6 +270,17 @@ public struct ProjectedRecord: Sendable {
     public var payload: String
 }
 
+/// A current record as the store holds it, for readers that work on bytes:
+/// each buffer is valid only inside the callback that receives it.
+public struct StoredRecordBytes {
+    /// The source that first stored the record (UTF-8).
+    public var source: UnsafeBufferPointer<UInt8>
+    /// The record's key within its entity (UTF-8).
+    public var key: UnsafeBufferPointer<UInt8>
+    /// The record's canonical JSON.
+    public var payload: UnsafeBufferPointer<UInt8>
+}
+
 /// The order records are streamed in.
 public enum RecordOrder: Sendable {
     /// The order the store first stored them: stable from night to night (a
