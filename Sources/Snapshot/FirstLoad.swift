@@ -180,8 +180,9 @@ extension SQLSnapshotStore {
         } catch {
             throw .storage(path: path, reason: "applying page \(page.page) of \(page.source)/\(page.scope): \(error)")
         }
-        // Committed: the index follows.
+        // Committed: the index follows, and the seen keys it now holds become bits.
         digests(of: page.source)?.update(written)
+        seenKeysIndexed(page.source, written.map(\.0))
         return result
     }
 

@@ -473,6 +473,13 @@ package final class SQLSnapshotStore: SnapshotStore {
         digestIndexes.withLock { $0[source] }
     }
 
+    /// `identities` were just written to `source`'s digest index: its seen
+    /// keys among them are marked by position from now on (``SeenKeys/absorbIndexed(_:)``).
+    func seenKeysIndexed(_ source: String, _ identities: [RecordIdentity]) {
+        guard !identities.isEmpty else { return }
+        seen.withLock { sets in sets[source]?.absorbIndexed(identities) }
+    }
+
     /// What the store holds of `source`'s rows, for a decoder to recognise
     /// unchanged rows by their bytes. Safe to use while pages are applied.
     package func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
@@ -547,8 +554,9 @@ package final class SQLSnapshotStore: SnapshotStore {
             let what = pages.count == 1 ? "page \(pages[0].page)" : "pages \(pages[0].page)–\(pages[pages.count - 1].page)"
             throw .storage(path: path, reason: "applying \(what) of \(source)/\(pages[0].scope): \(error)")
         }
-        // Committed: the index follows.
+        // Committed: the index follows, and the seen keys it now holds become bits.
         digests(of: source)?.update(written.digests.map { ($0.key, $0.value) })
+        seenKeysIndexed(source, Array(written.digests.keys))
         if !written.starts.isEmpty {
             runStarts.withLock { state in
                 if state.runID != pages[0].runID { state = (pages[0].runID, [:]) }

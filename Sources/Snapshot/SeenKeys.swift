@@ -22,6 +22,9 @@ struct SeenKeys: Sendable {
         self.index = index
     }
 
+    /// How many seen keys are held as keys, not bits.
+    var keysHeld: Int { unindexed.count }
+
     func isMarked(_ position: Int) -> Bool {
         position >> 6 < bits.count && bits[position >> 6] & (1 << UInt64(position & 63)) != 0
     }
@@ -57,6 +60,26 @@ struct SeenKeys: Sendable {
         if word >= bits.count { bits.append(contentsOf: repeatElement(0, count: word + 1 - bits.count)) }
         bits[word] |= 1 << UInt64(position & 63)
         return true
+    }
+
+    /// Marks by their position the keys among `identities` that were seen
+    /// while the index did not hold them and that it holds now (written
+    /// since), and lets go of the key table once it holds no key: a first
+    /// load sees a million new keys, and this keeps about a page of them as
+    /// keys instead of all of them (~50 MB at 1M).
+    mutating func absorbIndexed(_ identities: [RecordIdentity]) {
+        guard let index, !unindexed.isEmpty else { return }
+        let candidates = identities.filter(unindexed.contains)
+        guard !candidates.isEmpty else { return }
+        for (identity, position) in zip(candidates, index.positions(of: candidates)) {
+            guard let position else { continue }
+            unindexed.remove(identity)
+            let word = position >> 6
+            if word >= bits.count { bits.append(contentsOf: repeatElement(0, count: word + 1 - bits.count)) }
+            bits[word] |= 1 << UInt64(position & 63)
+        }
+        // A removed key keeps its entry in the table: only a new table frees them.
+        if unindexed.isEmpty { unindexed = IdentitySet() }
     }
 
     /// Unmarks `identity`; returns whether it was seen.

@@ -41,6 +41,8 @@ import TestSupport
                 if generator.next() % 2 == 0 {
                     index.update([(identity, Self.digest(step))])
                     stored.insert(identity)
+                    // As the store does once a page is committed.
+                    if generator.next() % 2 == 0 { seen.absorbIndexed([identity]) }
                 } else {
                     index.update([(identity, nil)])
                     stored.remove(identity)
@@ -56,6 +58,32 @@ import TestSupport
         let unseen = index.identities(unseenIn: seen, limit: .max)
         #expect(unseen.map(Set.init) == stored.subtracting(model), "the stored keys not seen")
         #expect(unseen?.count == Set(unseen ?? []).count, "each listed once")
+    }
+
+    /// A first load: every key new, seen, then written page by page. Once a
+    /// page is in the index its keys are bits, so the seen keys held as keys
+    /// never exceed a page, and the set answers as before.
+    @Test func aFirstLoadHoldsAPageOfKeysAsKeys() {
+        let index = Self.index([])
+        var seen = SeenKeys(index: index)
+        var written: [RecordIdentity] = []
+        for page in 0..<20 {
+            let keys = (0..<500).map { RecordIdentity(entity: .record, key: "p\(page)-\($0)") }
+            let inserted = seen.insert(keys)
+            #expect(inserted.allSatisfy { $0 })
+            #expect(seen.keysHeld == 500)
+            index.update(keys.enumerated().map { ($1, Self.digest(page * 500 + $0)) })
+            seen.absorbIndexed(keys)
+            #expect(seen.keysHeld == 0)
+            written += keys
+        }
+        #expect(written.allSatisfy(seen.contains))
+        let again = seen.insert(written[1_234])
+        #expect(!again, "seen already")
+        #expect(index.identities(unseenIn: seen, limit: .max) == [])
+        let removed = seen.remove(written[7])
+        #expect(removed)
+        #expect(index.identities(unseenIn: seen, limit: .max) == [written[7]])
     }
 
     /// Marks made before the index was read (a resumed run's pages) count once rebased, and
