@@ -230,6 +230,10 @@ package struct Benchmark: Sendable {
         var checkNote = note
         for _ in 0..<(repetitions ?? options.repetitions) {
             try prepare()
+            // Every run starts with nothing left to write back: a copy made by
+            // `prepare` (a 1.4 GB store) or by the previous task was still being
+            // flushed by the kernel, and billed its I/O to whichever tool ran next.
+            sync()
             let m = try ProcessMeasure.run(command, stdoutPath: stdout, stderrPath: stderrLog)
             guard m.exitCode == 0 || (tool == "storesync" && m.exitCode == 2) else {
                 log("  \(task) · \(tool): exit code \(m.exitCode), skipped (see \(stderrLog))")
