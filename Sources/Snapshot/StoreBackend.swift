@@ -16,8 +16,9 @@ public protocol StoreBackend: Sendable {
     func lock(_ location: String) throws(StoreSyncError) -> any Sendable
     /// Who holds the run lock now, without taking it (for `status`).
     func lockHolder(_ location: String) -> String?
-    /// Whether a store exists at `location` at all.
-    func exists(_ location: String) -> Bool
+    /// Whether a store exists at `location` at all; throws when that cannot
+    /// be told (a server that does not answer is not an absent store).
+    func exists(_ location: String) throws(StoreSyncError) -> Bool
     /// Opens the store for a run, creating it or bringing its schema up to date.
     func open(_ location: String) throws(StoreSyncError) -> any SnapshotStore
     /// Opens the store without writing to it in any way (no migration, no index).
@@ -157,7 +158,7 @@ public struct DefaultBackend: StoreBackend {
 
     public func lock(_ location: String) throws(StoreSyncError) -> any Sendable { try backend(location).lock(location) }
     public func lockHolder(_ location: String) -> String? { backend(location).lockHolder(location) }
-    public func exists(_ location: String) -> Bool { backend(location).exists(location) }
+    public func exists(_ location: String) throws(StoreSyncError) -> Bool { try backend(location).exists(location) }
     public func open(_ location: String) throws(StoreSyncError) -> any SnapshotStore { try backend(location).open(location) }
     public func openReadOnly(_ location: String) throws(StoreSyncError) -> any SnapshotStore {
         try backend(location).openReadOnly(location)

@@ -37,7 +37,8 @@ public struct JobStatus: Sendable {
                 // Reachable, but no store there yet (or another refusal the read below repeats).
             }
         }
-        guard opened != nil || backend.exists(job.storePath) else {
+        let present = try opened != nil ? true : backend.exists(job.storePath)
+        guard present else {
             if let evidence { throw .historyMissing(store: job.storePath, state: "missing", evidence: evidence, command: command) }
             return status
         }

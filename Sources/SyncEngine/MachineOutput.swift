@@ -106,7 +106,7 @@ public enum MachineOutput {
     /// descriptor `fd`, streamed from the store; returns the run and the rows.
     public static func writeChanges(job: JobSpec, runID: Int64?, format: ChangesFormat, to fd: Int32,
                                     store backend: any StoreBackend = DefaultBackend()) throws(StoreSyncError) -> (run: Int64, rows: Int) {
-        guard backend.exists(job.storePath) else {
+        guard try backend.exists(job.storePath) else {
             throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
         }
         return try writeChanges(job: job, store: try backend.openReadOnly(job.storePath), runID: runID, format: format, to: fd)

@@ -11,7 +11,7 @@ public enum Reexport {
                            logger: Logger = Logger(label: "storesync")) throws(StoreSyncError) -> [ExportedFile] {
         let lock = try backend.lock(job.storePath)
         defer { withExtendedLifetime(lock) {} }
-        guard backend.exists(job.storePath) else {
+        guard try backend.exists(job.storePath) else {
             throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
         }
         // Left by an export or run that was killed while it wrote (their writers are gone).

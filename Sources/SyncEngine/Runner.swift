@@ -188,7 +188,7 @@ public struct Runner: Sendable {
     /// creates a new one there; returns that evidence (nil for a new job).
     func checkStoreExists(_ options: RunOptions) throws(StoreSyncError) -> String? {
         let evidence = environment.store.historyEvidence(job.storePath) ?? OutputMarker(job: job).evidence()
-        if let evidence, !options.newStore, !environment.store.exists(job.storePath) {
+        if let evidence, !options.newStore, try !environment.store.exists(job.storePath) {
             throw .historyMissing(store: job.storePath, state: "missing", evidence: evidence, command: runCommand)
         }
         return evidence

@@ -252,6 +252,13 @@ import Glibc
         try await expectOneAccount("store unreachable", unreachableJob, unreachable,
                                    Expected(status: "store-unreachable", exitCode: 1, reports: false),
                                    receiver: receiver, webhooksBefore: before)
+        // `changes` and `export` say so too: an unreachable server is not a store with no snapshot yet.
+        for command in [["changes", unreachableJob.jobPath], ["changes", unreachableJob.jobPath, "--json"],
+                        ["export", unreachableJob.jobPath, "-q"]] {
+            let told = try await cli(unreachableJob, command)
+            #expect(told.termination == .exited(1), "\(command): \(told)")
+            #expect(told.stderr.contains("could not connect") && !told.stderr.contains("no snapshot yet"), "\(command): \(told)")
+        }
 
         // An invalid job: nothing began, no webhook can be read from it.
         let invalidJob = try job("invalid", simulator: clean, sources: "  - {name: m, kind: marketplac}")

@@ -73,11 +73,18 @@ public struct PostgresBackend: StoreBackend {
         return "\(application.isEmpty ? "a client" : application) (server pid \(row[0] as Int64), from \(row[2] as String), connected \(row[3] as String))"
     }
 
-    public func exists(_ url: String) -> Bool {
-        guard let location = try? location(url), let connection = try? location.connect(logger: logger) else { return false }
+    public func exists(_ url: String) throws(StoreSyncError) -> Bool {
+        let location = try location(url)
+        // A server that is down, a wrong database or socket: `storeUnreachable`,
+        // which `status` and `changes` report, not "no runs yet".
+        let connection = try location.connect(logger: logger)
         defer { try? connection.close().wait() }
         let session = PostgresSession(connection: connection, logger: logger)
-        return (try? session.value(as: Bool.self, "SELECT to_regclass('store_meta') IS NOT NULL")) == true
+        do {
+            return try session.value(as: Bool.self, "SELECT to_regclass('store_meta') IS NOT NULL") == true
+        } catch {
+            throw .storage(path: location.redacted, reason: "cannot tell whether a store is there: \(error)")
+        }
     }
 
     public func open(_ url: String) throws(StoreSyncError) -> any SnapshotStore {

@@ -23,7 +23,7 @@ public enum StoreMigration {
         guard from != to else {
             throw StoreSyncError(.invalidArguments, "--from and --to name the same store (\(from)); nothing was copied")
         }
-        guard backend.exists(from) else {
+        guard try backend.exists(from) else {
             throw .storage(path: from, reason: "no store here to migrate", remedy: "Check the --from location")
         }
         let sourceLock = try backend.lock(from)
