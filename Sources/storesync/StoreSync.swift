@@ -111,7 +111,7 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Be one of several workers of a night on a PostgreSQL store: claim scopes with leases, crawl them, write no exports (`storesync export` does, after). Exits 75 if another worker took over one of its scopes.")
     var worker = false
 
-    @Option(help: ArgumentHelp("The night every worker of it names alike (default: $STORESYNC_FLEET, else today's UTC date).", valueName: "key"))
+    @Option(help: ArgumentHelp("The night every worker of it names alike (default: $STORESYNC_FLEET, else today's UTC date, with -night-N after it when --night N is given).", valueName: "key"))
     var fleet: String?
 
     @Option(help: ArgumentHelp("This worker's name in the store and in messages (default: worker-$JOB_COMPLETION_INDEX, else host-pid).", valueName: "name"))
@@ -150,7 +150,7 @@ struct Run: AsyncParsableCommand {
             if dryRun { options.dryRunChanges = (json ? .json : .text, STDOUT_FILENO) }
             options.takeOverFrom = takeOverFrom
             options.deadlineMinutes = deadline
-            if worker { options.worker = Self.workerOptions(fleet: fleet, name: workerName, lease: lease, size: fleetSize) }
+            if worker { options.worker = Self.workerOptions(fleet: fleet, name: workerName, lease: lease, size: fleetSize, night: night) }
             if !noProgress, !logging.quiet {
                 let display = logging.logFormat == .json ? ProgressDisplay(logger: logger) : ProgressDisplay()
                 ProgressDisplay.active.withLock { $0 = display }
@@ -196,10 +196,12 @@ extension Run {
 
     /// A worker's identity from its flags, else from what schedulers set: a
     /// Kubernetes Indexed Job gives each pod JOB_COMPLETION_INDEX.
-    static func workerOptions(fleet: String?, name: String?, lease: Double, size: Int?,
+    /// The default fleet key is today's UTC date, and the simulated night
+    /// when `--night` names one: two nights crawled on one day are two fleets.
+    static func workerOptions(fleet: String?, name: String?, lease: Double, size: Int?, night: Int? = nil,
                               environment: [String: String] = ProcessInfo.processInfo.environment) -> WorkerOptions {
         let day = ISO8601DateFormatter.string(from: Date(), timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
-        let fleetKey = fleet ?? environment["STORESYNC_FLEET"] ?? day
+        let fleetKey = fleet ?? environment["STORESYNC_FLEET"] ?? (day + (night.map { "-night-\($0)" } ?? ""))
         let workerName = name ?? environment["JOB_COMPLETION_INDEX"].map { "worker-\($0)" }
             ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())"
         // The environment's value is held to the flag's range: a fleet of 10^9

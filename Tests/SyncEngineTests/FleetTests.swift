@@ -93,6 +93,50 @@ struct FleetTests {
         }
     }
 
+    /// Issue 27, item 7: a worker of another night than the fleet it would
+    /// join is refused with exit 64 naming that fleet, instead of joining a
+    /// finished night and crawling nothing; the default key names the night.
+    @Test func aWorkerOfAnotherNightIsRefusedAndTheDefaultKeyNamesTheNight() async throws {
+        let binary = try StoresyncExecutable.locate()
+        let url = try TemporaryPostgres.shared().createDatabase()
+        let job = try KillTestJob(label: "fleet-nights", binary: binary, yaml: """
+            name: nights
+            store: \(url)
+            output: out
+            simulator: { seed: 5, podcasts: 10, products: 40 }
+            sources:
+              - {name: market, kind: marketplace, itemsPerPage: 20}
+            exports:
+              - { kind: run-report, path: report.json }
+            """)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        func cli(_ arguments: [String]) async throws -> RunResult { try await CLIConventionsTests().cli(job, arguments) }
+
+        // The default key: night 1, then night 2 on the same day, each its own run.
+        let first = try await cli(["run", job.jobPath, "--worker", "--night", "1", "-q", "--no-progress"])
+        #expect(first.termination == .exited(0), "\(first)")
+        let second = try await cli(["run", job.jobPath, "--worker", "--night", "2", "-q", "--no-progress"])
+        #expect(second.termination == .exited(0), "\(second)")
+        let status = try await cli(["status", job.jobPath, "--json"])
+        let runs = try #require(try JSONParser.parse(Array(status.stdout.utf8))["runs"]?.arrayValue, "\(status)")
+        #expect(runs.count == 2, "two nights, two runs: \(status.stdout)")
+        #expect(Set(runs.compactMap { $0["night"]?.intValue }) == [1, 2], "\(status.stdout)")
+        // The second night crawled: its run has requests of its own.
+        #expect(runs.allSatisfy { ($0["requests"]?["total"]?.intValue ?? 0) > 0 }, "\(status.stdout)")
+
+        // A key named by hand, then another night under it: refused, naming the fleet.
+        let named = try await cli(["run", job.jobPath, "--worker", "--fleet", "shared-key", "--night", "3", "-q", "--no-progress"])
+        #expect(named.termination == .exited(0), "\(named)")
+        let conflict = try await cli(["run", job.jobPath, "--worker", "--fleet", "shared-key", "--night", "4", "-q", "--no-progress"])
+        #expect(conflict.termination == .exited(64), "\(conflict)")
+        #expect(conflict.stderr.contains("fleet 'shared-key' is the run of night 3"), "\(conflict)")
+        // Without --night the worker joins that fleet's night (finished: nothing left to crawl).
+        let joined = try await cli(["run", job.jobPath, "--worker", "--fleet", "shared-key", "-q", "--no-progress"])
+        #expect(joined.termination == .exited(0), "\(joined)")
+        let after = try await cli(["status", job.jobPath, "--json"])
+        #expect(try JSONParser.parse(Array(after.stdout.utf8))["runs"]?.arrayValue?.count == 3, "\(after.stdout)")
+    }
+
     /// Store-level: worker A stages a page of scope `s1` without a record it
     /// held last night; worker B stages scope `s2`, which lists it now. The
     /// closing step decides on both: the record moved, it is not removed.

@@ -65,6 +65,9 @@ extension SQLSnapshotStore {
     /// Joins the run of `fleet` (every worker of one night passes the same
     /// key), or begins it as ``beginRun(job:at:simulated:night:resumeExports:)``
     /// would, the first worker to ask deciding: an unfinished run is resumed.
+    /// A worker that names a `night` other than the fleet's run's is refused
+    /// (`invalidArguments`, naming the fleet): joined, it would crawl nothing
+    /// of its night and exit 0.
     package func joinFleetRun(job: String, fleet: String, at date: Date, simulated: Bool, night: Int?,
                               leaseSeconds: Double) throws(StoreSyncError) -> RunInfo {
         try requireFleet()
@@ -75,8 +78,18 @@ extension SQLSnapshotStore {
                 if let row = try db.row("""
                     SELECT r.id, r.night, r.started_at, r.status FROM fleet_runs f JOIN runs r ON r.id = f.run_id WHERE f.fleet = ?
                     """, [fleet]) {
+                    let runID: Int64 = row[0]
+                    let fleetNight: Int? = row[1]
+                    if let night, night != fleetNight {
+                        let theirs = fleetNight.map { "night \($0)" } ?? "a night with no number"
+                        throw StoreSyncError(.invalidArguments, """
+                            fleet '\(fleet)' is the run of \(theirs) (run \(runID)); --night \(night) asks for another night: \
+                            this worker did not join it and crawled nothing
+                            """, place: .store(path), remedy: "Give night \(night) a fleet key of its own (--fleet \(fleet)-night-\(night)), "
+                                + "or leave --night out to join \(theirs)")
+                    }
                     try db.execute("UPDATE fleet_runs SET joined = joined + 1 WHERE fleet = ?", [fleet])
-                    return RunInfo(id: row[0], night: row[1], resumed: true, startedAt: Date(timeIntervalSince1970: row[2]))
+                    return RunInfo(id: runID, night: fleetNight, resumed: true, startedAt: Date(timeIntervalSince1970: row[2]))
                 }
                 // A fleet's workers write no exports: `storesync export` does, once they are done.
                 let info = try Self.beginRun(db, job: job, at: date, simulated: simulated, night: night, resumeExports: false)
