@@ -11,7 +11,7 @@ import Snapshot
 /// and copied into batches of about a megabyte; the batches are formatted on
 /// the other cores and written in the order they were read. A value that
 /// needs nothing done to it is copied from the payload to the file without
-/// becoming a String (``CSVWriter/writeJSONField(_:escaped:into:)``). Memory
+/// becoming a String (``CSVWriter/writeJSONField(_:escaped:scratch:into:)``). Memory
 /// holds a few batches, or one record when a record is larger than a batch.
 struct CSVTableFile: Sendable {
     /// The header, as the file starts.

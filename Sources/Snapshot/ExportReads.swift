@@ -610,7 +610,8 @@ package enum JSONMembers {
             quoted[0] = UInt8(ascii: "\"")
             _ = UnsafeMutableBufferPointer(rebasing: quoted[1...]).initialize(from: bytes)
             quoted[bytes.count + 1] = UInt8(ascii: "\"")
-            return (try? JSONParser.parse(UnsafeBufferPointer(quoted)))?.stringValue
+            var decoded: [UInt8] = []
+            return JSONParser.decodeString(UnsafeBufferPointer(quoted), into: &decoded) ? String(decoding: decoded, as: UTF8.self) : nil
         }
         return decoded ?? String(decoding: bytes, as: UTF8.self)
     }
