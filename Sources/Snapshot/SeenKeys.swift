@@ -56,10 +56,14 @@ struct SeenKeys: Sendable {
         guard let position else { return unindexed.insert(identity) }
         // A key new to the index when first seen, and written to it since, is held as a key.
         guard !isMarked(position), !holdsUnindexed(identity) else { return false }
+        mark(position)
+        return true
+    }
+
+    private mutating func mark(_ position: Int) {
         let word = position >> 6
         if word >= bits.count { bits.append(contentsOf: repeatElement(0, count: word + 1 - bits.count)) }
         bits[word] |= 1 << UInt64(position & 63)
-        return true
     }
 
     /// Marks by their position the keys among `identities` that were seen
@@ -74,9 +78,7 @@ struct SeenKeys: Sendable {
         for (identity, position) in zip(candidates, index.positions(of: candidates)) {
             guard let position else { continue }
             unindexed.remove(identity)
-            let word = position >> 6
-            if word >= bits.count { bits.append(contentsOf: repeatElement(0, count: word + 1 - bits.count)) }
-            bits[word] |= 1 << UInt64(position & 63)
+            mark(position)
         }
         // A removed key keeps its entry in the table: only a new table frees them.
         if unindexed.isEmpty { unindexed = IdentitySet() }

@@ -25,20 +25,8 @@ public struct JobStatus: Sendable {
         let evidence = backend.historyEvidence(job.storePath) ?? OutputMarker(job: job).evidence()
         let command = "storesync run \(job.file)"
         // A server that cannot be reached says nothing about whether the store exists:
-        // `status` says it is unreachable, as `run` does, never "no runs yet". The store
-        // opened to find out is the one read below.
-        var opened: (any SnapshotStore)?
-        if PostgresLocation.isPostgres(job.storePath) {
-            do {
-                opened = try backend.openReadOnly(job.storePath)
-            } catch where error.code == .storeUnreachable {
-                throw error
-            } catch {
-                // Reachable, but no store there yet (or another refusal the read below repeats).
-            }
-        }
-        let present = try opened != nil ? true : backend.exists(job.storePath)
-        guard present else {
+        // `exists` throws it (`storeUnreachable`), so `status` says so, as `run` does, never "no runs yet".
+        guard try backend.exists(job.storePath) else {
             if let evidence { throw .historyMissing(store: job.storePath, state: "missing", evidence: evidence, command: command) }
             return status
         }
@@ -47,7 +35,7 @@ public struct JobStatus: Sendable {
         if let evidence, size == 0 {
             throw .historyMissing(store: job.storePath, state: "empty (a zero-length file)", evidence: evidence, command: command)
         }
-        let store = if let opened { opened } else { try backend.openReadOnly(job.storePath) }
+        let store = try backend.openReadOnly(job.storePath)
         status.runs = try store.runs(limit: limit)
         if let evidence, status.runs.isEmpty {
             throw .historyMissing(store: job.storePath, state: "empty (no run in it)", evidence: evidence, command: command)
