@@ -264,20 +264,28 @@ public struct SourceMapping: Sendable {
     /// the mappings change (an upgrade), so the next crawl meets them
     /// unchanged instead of logging each as removed and added again.
     public var keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String]
+    /// True when ``canonical`` maps a record of the kind whose fields have
+    /// this shape to the same kind and the same fields: the store then takes
+    /// its payload as its canonical fields, and a record decoded straight to
+    /// canonical bytes (``Record/shape``) is never parsed to be mapped.
+    public var keepsWire: @Sendable (EntityKind, FieldShape) -> Bool
 
     public init(canonical: @escaping @Sendable (EntityKind, [String: JSONValue]) -> CanonicalRecord,
                 role: @escaping @Sendable (EntityKind) -> RecordRole,
                 owns: @escaping @Sendable (EntityKind) -> Set<String> = { _ in [] },
-                keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] = [:]) {
+                keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] = [:],
+                keepsWire: @escaping @Sendable (EntityKind, FieldShape) -> Bool = { _, _ in false }) {
         self.canonical = canonical
         self.role = role
         self.owns = owns
         self.keyRules = keyRules
+        self.keepsWire = keepsWire
     }
 
     /// Fields kept as they are, every sighting listing: what a source of a
     /// kind the store was not told about (one dropped from the job) maps by.
-    public static let identity = SourceMapping(canonical: { CanonicalRecord(entity: $0, fields: $1) }, role: { _ in .lists })
+    public static let identity = SourceMapping(canonical: { CanonicalRecord(entity: $0, fields: $1) }, role: { _ in .lists },
+                                               keepsWire: { _, _ in true })
 
     /// The entity a record of kind `entity` belongs to.
     public func entity(of entity: EntityKind) -> EntityKind { canonical(entity, [:]).entity }

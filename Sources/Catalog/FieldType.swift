@@ -32,7 +32,7 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable {
         return text.withUTF8 { isISO8601Date(bytes: $0) }
     }
 
-    private static func isISO8601Date(bytes b: UnsafeBufferPointer<UInt8>) -> Bool {
+    package static func isISO8601Date(bytes b: UnsafeBufferPointer<UInt8>) -> Bool {
         // The shortest form is YYYY-MM-DD; the longest sensible one is well under 64 bytes.
         guard b.count >= 10, b.count <= 64 else { return false }
         func digits(_ at: Int, _ count: Int) -> Int? {

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Where a JSON document stopped making sense, for error messages that let a
 /// user find the byte in the response they saved.
 public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -74,6 +82,26 @@ package enum JSONParser {
         return parser.index == json.count
     }
 
+    /// The canonical encoding (``CanonicalJSON``) of the object in `buffer`,
+    /// written straight from its bytes with no ``JSONValue`` built, and the
+    /// shape of its top-level members; the value of member `keyField` too.
+    ///
+    /// It writes exactly what `CanonicalJSON.encodeObject` writes for the
+    /// parsed object, and returns nil, leaving the caller to parse the row,
+    /// wherever that is not certain by construction: a document that is not
+    /// one well-formed object, a key that is not plain ASCII (a Swift
+    /// dictionary holds two keys that differ in bytes but not as text as one
+    /// member), a key twice in one object, or a top-level number no Int64
+    /// or Double holds (its entity keeps it as text). A records file's rows are
+    /// decoded this way on a first load: a million rows decoded into
+    /// dictionaries and encoded again was most of the decoders' time, and
+    /// the dictionaries held 3.6 KB a row while their page waited to be written.
+    package static func canonicalObject(_ buffer: UnsafeBufferPointer<UInt8>, keyField: String,
+                                        scratch: inout CanonicalScratch) -> CanonicalObject? {
+        var parser = Parser(buffer: buffer)
+        return parser.canonicalDocument(keyField: Array(keyField.utf8), scratch: &scratch)
+    }
+
     private struct Parser {
         let buffer: UnsafeBufferPointer<UInt8>
         var index = 0
@@ -141,6 +169,16 @@ package enum JSONParser {
             index += count
         }
 
+        /// After a member or element: true past the closing `bracket`, false
+        /// past a comma (another follows).
+        mutating func closes(_ bracket: UInt8, inside what: String) throws(JSONSyntaxError) -> Bool {
+            skipWhitespace()
+            guard index < buffer.count else { throw error("unexpected end of data inside \(what)") }
+            if buffer[index] == UInt8(ascii: ",") { index += 1; return false }
+            if buffer[index] == bracket { index += 1; return true }
+            throw error("expected ',' or '\(Character(Unicode.Scalar(bracket)))' in \(what)")
+        }
+
         mutating func enter() throws(JSONSyntaxError) {
             depth += 1
             if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth)") }
@@ -165,11 +203,7 @@ package enum JSONParser {
                 index += 1
                 skipWhitespace()
                 members[key] = try parseValue()
-                skipWhitespace()
-                guard index < buffer.count else { throw error("unexpected end of data inside an object") }
-                if buffer[index] == UInt8(ascii: ",") { index += 1; continue }
-                if buffer[index] == UInt8(ascii: "}") { index += 1; break }
-                throw error("expected ',' or '}' in an object")
+                if try closes(UInt8(ascii: "}"), inside: "an object") { break }
             }
             depth -= 1
             return .object(members)
@@ -187,11 +221,7 @@ package enum JSONParser {
             while true {
                 skipWhitespace()
                 elements.append(try parseValue())
-                skipWhitespace()
-                guard index < buffer.count else { throw error("unexpected end of data inside an array") }
-                if buffer[index] == UInt8(ascii: ",") { index += 1; continue }
-                if buffer[index] == UInt8(ascii: "]") { index += 1; break }
-                throw error("expected ',' or ']' in an array")
+                if try closes(UInt8(ascii: "]"), inside: "an array") { break }
             }
             depth -= 1
             return .array(elements)
@@ -381,6 +411,201 @@ package enum JSONParser {
             }
         }
 
+        // MARK: Canonical bytes, no values built
+
+        mutating func canonicalDocument(keyField: [UInt8], scratch: inout CanonicalScratch) -> CanonicalObject? {
+            if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { index = 3 }
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return nil }
+            var out: [UInt8] = []
+            out.reserveCapacity(buffer.count)
+            var top: TopLevel? = TopLevel(keyField: keyField, previous: scratch.lastShape)
+            do {
+                guard try writeCanonicalObject(into: &out, arenas: &scratch.arenas, level: 0, top: &top) else { return nil }
+            } catch {
+                return nil
+            }
+            skipWhitespace()
+            guard index == buffer.count, let top, let shape = top.shape else { return nil }
+            scratch.lastShape = shape
+            return CanonicalObject(bytes: out, shape: shape, key: top.key)
+        }
+
+        /// What the top-level object's members are, gathered as it is written.
+        struct TopLevel {
+            let keyField: [UInt8]
+            /// The shape of the row before: rows of one file nearly all share
+            /// theirs, which is then shared, not made again (16 names a row).
+            let previous: FieldShape?
+            var shape: FieldShape?
+            var key: JSONValue?
+        }
+
+        /// Writes the value at `index` canonically; false where the canonical
+        /// form must go through a dictionary (see ``JSONParser/canonicalObject(_:keyField:scratch:)``).
+        mutating func writeCanonicalValue(into out: inout [UInt8], arenas: inout [[UInt8]], level: Int) throws(JSONSyntaxError) -> Bool {
+            guard index < buffer.count else { throw error("unexpected end of data") }
+            switch buffer[index] {
+            case UInt8(ascii: "{"):
+                var unused: TopLevel? = nil
+                return try writeCanonicalObject(into: &out, arenas: &arenas, level: level, top: &unused)
+            case UInt8(ascii: "["):
+                try enter()
+                index += 1
+                out.append(UInt8(ascii: "["))
+                skipWhitespace()
+                if index < buffer.count, buffer[index] == UInt8(ascii: "]") {
+                    index += 1; depth -= 1
+                    out.append(UInt8(ascii: "]"))
+                    return true
+                }
+                var first = true
+                while true {
+                    skipWhitespace()
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    first = false
+                    guard try writeCanonicalValue(into: &out, arenas: &arenas, level: level + 1) else { return false }
+                    if try closes(UInt8(ascii: "]"), inside: "an array") { break }
+                }
+                depth -= 1
+                out.append(UInt8(ascii: "]"))
+                return true
+            case UInt8(ascii: "\""):
+                _ = try writeCanonicalString(into: &out)
+                return true
+            case UInt8(ascii: "t"): try expectLiteral("true"); out.append(contentsOf: [0x74, 0x72, 0x75, 0x65])
+            case UInt8(ascii: "f"): try expectLiteral("false"); out.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
+            case UInt8(ascii: "n"): try expectLiteral("null"); out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): CanonicalJSON.write(try parseNumber(), into: &out)
+            default: throw error("unexpected character '\(printable(buffer[index]))'")
+            }
+            return true
+        }
+
+        /// Writes the string at `index` as the canonical form writes the
+        /// String parsing it gives (invalid UTF-8 repaired); returns its type.
+        mutating func writeCanonicalString(into out: inout [UInt8]) throws(JSONSyntaxError) -> FieldType {
+            try parseStringBytes { bytes -> FieldType in
+                if UTF8Check.isValid(bytes) {
+                    CanonicalJSON.writeString(bytes: bytes, into: &out)
+                    return FieldType.isISO8601Date(bytes: bytes) ? .date : .text
+                }
+                var repaired = String(decoding: bytes, as: UTF8.self)
+                return repaired.withUTF8 { bytes in
+                    CanonicalJSON.writeString(bytes: bytes, into: &out)
+                    return FieldType.isISO8601Date(bytes: bytes) ? .date : .text
+                }
+            }
+        }
+
+        /// An object's members are written into an arena of their level, then
+        /// copied out in canonical order.
+        mutating func writeCanonicalObject(into out: inout [UInt8], arenas: inout [[UInt8]], level: Int,
+                                           top: inout TopLevel?) throws(JSONSyntaxError) -> Bool {
+            try enter()
+            index += 1
+            while arenas.count <= level { arenas.append([]) }
+            // Taken out while in use, so that appending to it never copies it.
+            var arena: [UInt8] = []
+            swap(&arena, &arenas[level])
+            arena.removeAll(keepingCapacity: true)
+            defer { swap(&arena, &arenas[level]) }
+            // Per member: its key's bytes in `buffer`, its value's in `arena`, its type.
+            var members: [(prefix: UInt64, keyStart: Int, keyEnd: Int, valueStart: Int, valueEnd: Int, type: FieldType?)] = []
+            skipWhitespace()
+            if index < buffer.count, buffer[index] == UInt8(ascii: "}") {
+                index += 1
+            } else {
+                while true {
+                    skipWhitespace()
+                    guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw error("expected a key string") }
+                    index += 1
+                    let keyStart = index
+                    while index < buffer.count, buffer[index] != UInt8(ascii: "\""), buffer[index] >= 0x20, buffer[index] < 0x80,
+                          buffer[index] != UInt8(ascii: "\\") { index += 1 }
+                    guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { return false }
+                    let keyEnd = index
+                    index += 1
+                    skipWhitespace()
+                    guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw error("expected ':' after a key") }
+                    index += 1
+                    skipWhitespace()
+                    let valueStart = arena.count
+                    var type: FieldType?
+                    guard index < buffer.count else { throw error("unexpected end of data") }
+                    if top != nil {
+                        let valueIndex = index
+                        switch buffer[index] {
+                        case UInt8(ascii: "\""):
+                            type = try writeCanonicalString(into: &arena)
+                        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                            let number = try parseNumber()
+                            // One no Int64 or Double holds is its entity's field as text (CanonicalRecord): not a row's own canonical fields.
+                            if case .number = number { return false }
+                            type = FieldType.of(number)
+                            CanonicalJSON.write(number, into: &arena)
+                        default:
+                            guard try writeCanonicalValue(into: &arena, arenas: &arenas, level: level + 1) else { return false }
+                            let lead = buffer[valueIndex]
+                            type = lead == UInt8(ascii: "n") ? nil : lead == UInt8(ascii: "t") || lead == UInt8(ascii: "f") ? .integer : .text
+                        }
+                        if top!.key == nil, buffer[keyStart..<keyEnd].elementsEqual(top!.keyField) {
+                            var keyParser = Parser(buffer: buffer)
+                            keyParser.index = valueIndex
+                            top!.key = try keyParser.parseValue()
+                        }
+                    } else {
+                        guard try writeCanonicalValue(into: &arena, arenas: &arenas, level: level + 1) else { return false }
+                    }
+                    var prefix: UInt64 = 0
+                    for position in 0..<8 {
+                        prefix <<= 8
+                        if keyStart + position < keyEnd { prefix |= UInt64(buffer[keyStart + position]) }
+                    }
+                    members.append((prefix, keyStart, keyEnd, valueStart, arena.count, type))
+                    if try closes(UInt8(ascii: "}"), inside: "an object") { break }
+                }
+            }
+            depth -= 1
+            let buffer = self.buffer
+            func key(_ m: (prefix: UInt64, keyStart: Int, keyEnd: Int, valueStart: Int, valueEnd: Int, type: FieldType?))
+                -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: buffer[m.keyStart..<m.keyEnd]) }
+            members.sort { a, b in
+                if a.prefix != b.prefix { return a.prefix < b.prefix }
+                let x = key(a), y = key(b)
+                let common = min(x.count, y.count)
+                if common > 0, let p = x.baseAddress, let q = y.baseAddress {
+                    let order = memcmp(p, q, common)
+                    if order != 0 { return order < 0 }
+                }
+                return x.count < y.count
+            }
+            out.append(UInt8(ascii: "{"))
+            for (n, member) in members.enumerated() {
+                if n > 0 {
+                    // A key twice: the dictionary keeps the last, which the caller's parse decides.
+                    if members[n - 1].prefix == member.prefix, key(members[n - 1]).elementsEqual(key(member)) { return false }
+                    out.append(UInt8(ascii: ","))
+                }
+                out.append(UInt8(ascii: "\""))
+                out.append(contentsOf: key(member))
+                out.append(UInt8(ascii: "\""))
+                out.append(UInt8(ascii: ":"))
+                out.append(contentsOf: arena[member.valueStart..<member.valueEnd])
+            }
+            out.append(UInt8(ascii: "}"))
+            if top != nil {
+                if let previous = top!.previous, previous.names.count == members.count,
+                   zip(previous.types, members).allSatisfy({ $0 == $1.type }),
+                   zip(previous.names, members).allSatisfy({ $0.utf8.elementsEqual(key($1)) }) {
+                    top!.shape = previous
+                } else {
+                    top!.shape = FieldShape(names: members.map { String(decoding: key($0), as: UTF8.self) }, types: members.map(\.type))
+                }
+            }
+            return true
+        }
+
         mutating func parseNumber() throws(JSONSyntaxError) -> JSONValue {
             let start = index
             var isInteger = true
@@ -417,5 +642,71 @@ package enum JSONParser {
             guard let d = Double(text), d.isFinite else { return .number(text) }
             return .double(d)
         }
+    }
+}
+
+/// Buffers ``JSONParser/canonicalObject(_:keyField:scratch:)`` reuses from
+/// one row to the next: one arena per nesting level.
+package struct CanonicalScratch {
+    var arenas: [[UInt8]] = []
+    var lastShape: FieldShape?
+
+    package init() {}
+}
+
+/// A JSON object in canonical form, as a decoder writes it straight from the bytes it read.
+package struct CanonicalObject: Sendable {
+    /// The canonical encoding (``CanonicalJSON``).
+    package var bytes: [UInt8]
+    /// The top-level members' names and types, in canonical order.
+    package var shape: FieldShape
+    /// The value of the key field the caller named, if the object has it.
+    package var key: JSONValue?
+}
+
+/// The names of a record's top-level fields and the types of their values,
+/// in canonical (UTF-8 byte) order: what the field registry needs of a
+/// record whose fields were never built as values.
+public struct FieldShape: Sendable, Equatable {
+    public var names: [String]
+    public var types: [FieldType?]
+
+    public init(names: [String], types: [FieldType?]) {
+        self.names = names
+        self.types = types
+    }
+}
+
+/// UTF-8 validity, eight bytes at a time over ASCII.
+package enum UTF8Check {
+    package static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = bytes.count
+        guard let base = bytes.baseAddress else { return true }
+        while index < count {
+            if index + 8 <= count, UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                index += 8
+                continue
+            }
+            let lead = bytes[index]
+            if lead < 0x80 { index += 1; continue }
+            let length: Int, minimum: UInt32
+            var scalar: UInt32
+            switch lead {
+            case 0xC2...0xDF: (length, minimum, scalar) = (2, 0x80, UInt32(lead & 0x1F))
+            case 0xE0...0xEF: (length, minimum, scalar) = (3, 0x800, UInt32(lead & 0x0F))
+            case 0xF0...0xF4: (length, minimum, scalar) = (4, 0x10000, UInt32(lead & 0x07))
+            default: return false
+            }
+            guard index + length <= count else { return false }
+            for offset in 1..<length {
+                let next = bytes[index + offset]
+                guard next & 0xC0 == 0x80 else { return false }
+                scalar = scalar << 6 | UInt32(next & 0x3F)
+            }
+            guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else { return false }
+            index += length
+        }
+        return true
     }
 }

@@ -40,6 +40,11 @@ public struct Record: Sendable, Equatable {
     /// with the record through diff and apply, so nothing downstream parses
     /// the payload again to map it. Nil for a record rebuilt from stored text.
     private let decodedFields: [String: JSONValue]?
+    /// For a record written straight to canonical bytes by its decoder (a
+    /// records file's row on a first load): its fields' names and types,
+    /// all the store needs of them when the fields map as they are. Its
+    /// fields were never built as values; ``fields()`` parses the payload.
+    public let shape: FieldShape?
 
     /// Builds a record from decoded fields, computing the canonical payload and hash.
     public init(entity: EntityKind, key: String, fields: [String: JSONValue], rawHash: ContentHash? = nil,
@@ -54,6 +59,19 @@ public struct Record: Sendable, Equatable {
         // As they read back from the payload (`0.0` is `0`): mapping them must
         // give what mapping the stored payload gives (a fleet's replay, an upgrade).
         self.decodedFields = CanonicalJSON.readBack(fields)
+        self.shape = nil
+    }
+
+    /// Builds a record from the canonical object its decoder wrote (``JSONParser/canonicalObject(_:keyField:scratch:)``).
+    package init(entity: EntityKind, key: String, canonical: CanonicalObject, rawHash: ContentHash? = nil) {
+        self.entity = entity
+        self.key = key
+        self.hash = ContentHash(bytes: canonical.bytes)
+        self.payload = String(decoding: canonical.bytes, as: UTF8.self)
+        self.rawHash = rawHash
+        self.fieldOrder = nil
+        self.decodedFields = nil
+        self.shape = canonical.shape
     }
 
     /// Rebuilds a record from what the snapshot stored.
@@ -63,6 +81,7 @@ public struct Record: Sendable, Equatable {
         self.payload = payload
         self.hash = hash
         self.decodedFields = nil
+        self.shape = nil
     }
 
     /// The record's fields: those it was decoded from, or, for a record
@@ -114,9 +133,17 @@ public protocol RowMemory: Sendable {
     /// ``holds(_:rawHash:)`` for many rows at once: an implementation behind
     /// a lock takes it once per batch instead of once per row.
     func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool]
+
+    /// True while the store holds nothing of the source and loads it in bulk
+    /// (its first night): no row can be held, and a decoder that can write a
+    /// row's canonical bytes straight from what it read (``Record/shape``)
+    /// should, since no stored version will be diffed field by field against it.
+    var loadsInBulk: Bool { get }
 }
 
 extension RowMemory {
+    public var loadsInBulk: Bool { false }
+
     public func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool] {
         rows.map { holds($0.identity, rawHash: $0.rawHash) }
     }

@@ -48,6 +48,10 @@ public protocol SourceKind: Sendable, Equatable {
     /// the rule giving a stored record (its key and wire fields) the key this
     /// release gives it (``SourceMapping/keyRules``); none by default.
     var keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] { get }
+    /// True when ``canonical(_:_:)`` keeps `entity`'s wire fields exactly as
+    /// they are, whatever they hold: the store then takes a record's payload
+    /// as its canonical fields without building them. False by default.
+    func keepsWireFields(of entity: EntityKind) -> Bool
 }
 
 extension SourceKind {
@@ -62,6 +66,7 @@ extension SourceKind {
     public func role(of entity: EntityKind) -> RecordRole { .lists }
     public func ownedFields(of entity: EntityKind) -> Set<String> { [] }
     public var keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] { [:] }
+    public func keepsWireFields(of entity: EntityKind) -> Bool { false }
 
     /// The earlier source of the same job this one starts from, if any.
     public var upstream: String? { inputRequest?.source }

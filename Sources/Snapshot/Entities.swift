@@ -156,15 +156,8 @@ struct EntityWriter {
         let key = Self.entityKey(entity, recordKey, source: sighting.source)
         guard let row = try row(entity, key) else {
             let bytes = CanonicalJSON.encodeObject(canonical.fields)
-            let text = String(decoding: bytes, as: UTF8.self)
-            let hash = ContentHash(bytes: bytes).sqliteValue
-            let rowid = try db.queueInsert(
-                into: "entities", columns: ["entity", "key", "fields", "hash", "sources", "parts", "added_run", "changed_run"],
-                values: [entity.rawValue, key, text, hash, Sighting.encode([sighting]), SQLValue.null, addedRun ?? runID, addedRun ?? runID],
-                id: "rowid")
-            remember(entity, key, EntityRow(rowid: rowid ?? 0, fieldsText: text, hash: hash, sightings: [sighting], partsText: nil,
-                                            addedRun: addedRun ?? runID, changedRun: addedRun ?? runID))
-            if log { try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil) }
+            try insert(sighting, entity: entity, key: key, fieldsText: String(decoding: bytes, as: UTF8.self),
+                       hash: ContentHash(bytes: bytes).sqliteValue, addedRun: addedRun, log: log)
             return
         }
         var sightings = row.sightings.filter { $0.partKey != sighting.partKey }
@@ -172,6 +165,28 @@ struct EntityWriter {
         var parts = row.parts
         parts[sighting.partKey] = canonical.fields
         try rewrite(row, entity: entity, key: key, sightings: sightings, parts: parts, cause: sighting.source, log: log)
+    }
+
+    /// Adds the entity row of a sighting whose canonical fields are
+    /// `fieldsText` (their canonical encoding, hashing to `hash`), unless the
+    /// row exists: false then, and nothing is written (``upsert(_:key:canonical:addedRun:log:)``
+    /// merges into it, from the fields themselves).
+    func insertNew(_ sighting: Sighting, key recordKey: String, entity: EntityKind, fieldsText: String, hash: Int64) throws -> Bool {
+        let key = Self.entityKey(entity, recordKey, source: sighting.source)
+        guard try row(entity, key) == nil else { return false }
+        try insert(sighting, entity: entity, key: key, fieldsText: fieldsText, hash: hash, addedRun: nil, log: true)
+        return true
+    }
+
+    private func insert(_ sighting: Sighting, entity: EntityKind, key: String, fieldsText text: String, hash: Int64,
+                        addedRun: Int64?, log: Bool) throws {
+        let rowid = try db.queueInsert(
+            into: "entities", columns: ["entity", "key", "fields", "hash", "sources", "parts", "added_run", "changed_run"],
+            values: [entity.rawValue, key, text, hash, Sighting.encode([sighting]), SQLValue.null, addedRun ?? runID, addedRun ?? runID],
+            id: "rowid")
+        remember(entity, key, EntityRow(rowid: rowid ?? 0, fieldsText: text, hash: hash, sightings: [sighting], partsText: nil,
+                                        addedRun: addedRun ?? runID, changedRun: addedRun ?? runID))
+        if log { try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil) }
     }
 
     /// A sighting ended (its source removed the record). Returns the

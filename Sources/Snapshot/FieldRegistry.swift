@@ -17,6 +17,8 @@ struct FieldRegistryWriter {
     private let runID: Int64
     private var known: [String: [String: Known]] = [:]
     private var nextPosition: [String: Int] = [:]
+    /// Per entity, the last shape noted: every field in it is known, of its type.
+    private var knownShape: [String: FieldShape] = [:]
 
     init(_ db: any SQLSession, source: String, runID: Int64) throws {
         self.db = db
@@ -88,31 +90,63 @@ struct FieldRegistryWriter {
         guard !Self.changesNothing(known[name], fields, order: order) else { return }
         for field in Self.names(fields, order: order) {
             let value = fields[field]
-            let kind = value.flatMap(Self.kind(of:))
-            if let seen = known[name]?[field] {
-                guard let kind, Self.widens(kind, seen.kind) else { continue }
-                let wider = Self.widened(seen.kind, kind)
-                if seen.kind == Self.noValueKind {
-                    // The column's first value: its type, not a change of it.
-                    try db.execute("UPDATE field_registry SET kind = ? WHERE source = ? AND entity = ? AND field = ?",
-                                   [wider, source, name, field])
-                } else {
-                    try db.execute("""
-                        UPDATE field_registry SET kind = ?, previous_kind = ?, kind_changed_run = ? WHERE source = ? AND entity = ? AND field = ?
-                        """, [wider, seen.kind, runID, source, name, field])
-                }
-                known[name]?[field] = Known(kind: wider)
-                continue
-            }
-            // Only a field the record lacks waits for its first value; a JSON null is registered as text, as it always was.
-            let registered = value == nil ? Self.noValueKind : kind ?? "text"
-            let position = nextPosition[name] ?? 0
-            nextPosition[name] = position + 1
-            try db.execute("""
-                INSERT INTO field_registry (source, entity, field, kind, position, first_run) VALUES (?, ?, ?, ?, ?, ?)
-                """, [source, name, field, registered, position, runID])
-            known[name, default: [:]][field] = Known(kind: registered)
+            try register(name, field, present: value != nil, kind: value.flatMap(Self.kind(of:)))
         }
+    }
+
+    /// ``note(_:_:order:)`` for a record whose fields were never built: their
+    /// names and types (``Record/shape``), in canonical order.
+    mutating func note(_ entity: EntityKind, shape: FieldShape, order: [String]?) throws {
+        let name = entity.rawValue
+        // Rows of one file share their shape (one array for all): known once, known for all.
+        if order == nil, knownShape[name] == shape { return }
+        defer { if order == nil { knownShape[name] = shape } }
+        if let known = known[name],
+           zip(shape.names, shape.types).allSatisfy({ field, type in
+               guard let seen = known[field] else { return false }
+               return type.map { !Self.widens($0.rawValue, seen.kind) } ?? true
+           }),
+           order?.allSatisfy({ known[$0] != nil }) ?? true {
+            return
+        }
+        let types = Dictionary(zip(shape.names, shape.types), uniquingKeysWith: { _, last in last })
+        // The names in the order note(_:_:order:) takes them (a shape's are sorted already).
+        let names = order.map { order in
+            let listed = Set(order)
+            return order + shape.names.filter { !listed.contains($0) }.sorted()
+        } ?? shape.names.sorted()
+        for field in names {
+            let type = types[field]
+            try register(name, field, present: type != nil, kind: type.flatMap { $0?.rawValue })
+        }
+    }
+
+    /// Registers one field of entity `name` (`present` false: a column the
+    /// source's order names that the record lacks), or widens its kind.
+    private mutating func register(_ name: String, _ field: String, present: Bool, kind: String?) throws {
+        if let seen = known[name]?[field] {
+            guard let kind, Self.widens(kind, seen.kind) else { return }
+            let wider = Self.widened(seen.kind, kind)
+            if seen.kind == Self.noValueKind {
+                // The column's first value: its type, not a change of it.
+                try db.execute("UPDATE field_registry SET kind = ? WHERE source = ? AND entity = ? AND field = ?",
+                               [wider, source, name, field])
+            } else {
+                try db.execute("""
+                    UPDATE field_registry SET kind = ?, previous_kind = ?, kind_changed_run = ? WHERE source = ? AND entity = ? AND field = ?
+                    """, [wider, seen.kind, runID, source, name, field])
+            }
+            known[name]?[field] = Known(kind: wider)
+            return
+        }
+        // Only a field the record lacks waits for its first value; a JSON null is registered as text, as it always was.
+        let registered = present ? kind ?? "text" : Self.noValueKind
+        let position = nextPosition[name] ?? 0
+        nextPosition[name] = position + 1
+        try db.execute("""
+            INSERT INTO field_registry (source, entity, field, kind, position, first_run) VALUES (?, ?, ?, ?, ?, ?)
+            """, [source, name, field, registered, position, runID])
+        known[name, default: [:]][field] = Known(kind: registered)
     }
 }
 

@@ -27,7 +27,9 @@ struct FirstLoadState: Sendable {
 /// A record of a first-load page, made ready off the writer thread: parsed,
 /// mapped into the canonical model and encoded, so the single writer only binds.
 private struct FirstLoadRow: Sendable {
+    /// The record's fields for the registry: built, or only their shape (``MappedRecord/wire``).
     var fields: [String: JSONValue]
+    var shape: FieldShape?
     var entity: EntityKind
     var entityKey: String
     var entityKeyHash: UInt64
@@ -78,7 +80,10 @@ extension SQLSnapshotStore {
                 keyBytes.append(9)
                 keyBytes.append(contentsOf: entityKey.utf8)
                 let text: String, hash: Int64
-                if entity == record.entity, mapped.canonical.fields == mapped.fields, !mapped.fields.isEmpty {
+                if mapped.wire != nil {
+                    // Decoded straight to canonical bytes, of a kind mapped as it is: nothing built, nothing encoded.
+                    (text, hash) = (record.payload, record.hash.sqliteValue)
+                } else if entity == record.entity, mapped.canonical.fields == mapped.fields, !mapped.fields.isEmpty {
                     // The canonical fields are the record's own (a records file's
                     // row): its payload is their canonical encoding already, and its
                     // hash that encoding's. Encoding them again was a tenth of the load.
@@ -87,7 +92,7 @@ extension SQLSnapshotStore {
                     let bytes = CanonicalJSON.encodeObject(mapped.canonical.fields)
                     (text, hash) = (String(decoding: bytes, as: UTF8.self), ContentHash(bytes: bytes).sqliteValue)
                 }
-                return FirstLoadRow(fields: mapped.fields, entity: entity, entityKey: entityKey,
+                return FirstLoadRow(fields: mapped.fields, shape: mapped.wire, entity: entity, entityKey: entityKey,
                                     entityKeyHash: ContentHash(bytes: keyBytes).rawValue,
                                     canonicalText: text, canonicalHash: hash,
                                     storedPayload: SQLSnapshotStore.storedPayload(record, mapped))
@@ -171,7 +176,11 @@ extension SQLSnapshotStore {
                     log.bind(4, row.entityKey)
                     log.bind(5, logAddedValues ? row.canonicalText : nil)
                     try log.execute(db)
-                    try registry.note(record.entity, row.fields, order: record.fieldOrder)
+                    if let shape = row.shape {
+                        try registry.note(record.entity, shape: shape, order: record.fieldOrder)
+                    } else {
+                        try registry.note(record.entity, row.fields, order: record.fieldOrder)
+                    }
                     result.added += 1
                 }
                 try Self.recordPage(session, page, keyList: keyList, result: result)

@@ -484,7 +484,9 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// unchanged rows by their bytes. Safe to use while pages are applied.
     package func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
         let index = try wrap { try engine.read { db in try digestIndex(db, source: source) } }
-        return StoredRowMemory(index: index)
+        // The first load's source, or the first to come (``applyFirstLoad(_:)`` takes the first to apply a page).
+        let inBulk = firstLoad.withLock { state in state.map { $0.source == nil || $0.source == source } ?? false }
+        return StoredRowMemory(index: index, loadsInBulk: inBulk)
     }
 
     /// Whether every row recognised by a decoder is still stored from those
@@ -643,9 +645,17 @@ package final class SQLSnapshotStore: SnapshotStore {
             var registry: FieldRegistryWriter?
             func merge(_ record: Catalog.Record, _ mappedRecord: MappedRecord) throws {
                 let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
-                try entities.upsert(sighting, key: record.key, canonical: mappedRecord.canonical)
                 if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
-                try registry!.note(record.entity, mappedRecord.fields, order: record.fieldOrder)
+                if let shape = mappedRecord.wire,
+                   try entities.insertNew(sighting, key: record.key, entity: record.entity, fieldsText: record.payload,
+                                          hash: record.hash.sqliteValue) {
+                    try registry!.note(record.entity, shape: shape, order: record.fieldOrder)
+                    return
+                }
+                // An entity row to merge into needs the fields themselves.
+                let full = mappedRecord.wire == nil ? mappedRecord : MappedRecord.decoded(record, mapping, parses: payloadParses)
+                try entities.upsert(sighting, key: record.key, canonical: full.canonical)
+                try registry!.note(record.entity, full.fields, order: record.fieldOrder)
             }
             let stored = index.lookup(records.lazy.map(\.identity))
             // The entities this page will merge into, read at once (PostgreSQL: one query, not one per record).
@@ -758,7 +768,11 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// writes. ``recordPayloadSQL`` reads it back; an upgrade that rebuilds
     /// entities first puts it back in place (``restoreSharedPayloads(_:)``).
     static func storedPayload(_ record: Catalog.Record, _ mapped: MappedRecord) -> String {
-        Self.sharesEntityFields(record, canonical: mapped.canonical, fields: mapped.fields) ? "" : record.payload
+        if let shape = mapped.wire {
+            // Its canonical fields are its payload, and its entity its kind.
+            return record.entity == .record && !shape.names.isEmpty ? "" : record.payload
+        }
+        return Self.sharesEntityFields(record, canonical: mapped.canonical, fields: mapped.fields) ? "" : record.payload
     }
 
     /// Whether `record`'s payload is the entity row's `fields` text (see ``storedPayload(_:_:)``).
@@ -828,16 +842,39 @@ struct BatchWrites: Sendable {
     var starts: [RecordIdentity: Int64] = [:]
 }
 
-/// A record the diff will write, parsed and mapped into the canonical model.
+/// A record the diff will write, mapped into the canonical model.
 struct MappedRecord: Sendable {
     var fields: [String: JSONValue]
     var canonical: CanonicalRecord
+    /// Set when the record's payload is its canonical fields as they are (a
+    /// record its decoder wrote straight to canonical bytes, of a kind its
+    /// mapping keeps as it is): nothing was built, `fields` and
+    /// `canonical.fields` are empty, and a writer that needs the fields
+    /// themselves (to merge them into an entity row that exists) takes
+    /// ``decoded(_:_:parses:)``.
+    var wire: FieldShape?
 
     /// Maps `record`, counting in `parses` a record whose payload had to be
     /// parsed again (one rebuilt from text, not carrying its decoded fields).
     init(_ record: Catalog.Record, _ mapping: SourceMapping, parses: borrowing Atomic<Int>) {
+        if let shape = record.shape, mapping.keepsWire(record.entity, shape) {
+            fields = [:]
+            canonical = CanonicalRecord(entity: record.entity, fields: [:])
+            wire = shape
+            return
+        }
+        self = Self.decoded(record, mapping, parses: parses)
+    }
+
+    private init(fields: [String: JSONValue], canonical: CanonicalRecord) {
+        self.fields = fields
+        self.canonical = canonical
+    }
+
+    /// `record` mapped from its fields, built (and counted) if it does not carry them.
+    static func decoded(_ record: Catalog.Record, _ mapping: SourceMapping, parses: borrowing Atomic<Int>) -> MappedRecord {
         if !record.carriesDecodedFields { parses.add(1, ordering: .relaxed) }
-        fields = (try? record.fields()) ?? [:]
-        canonical = mapping.canonical(record.entity, fields)
+        let fields = (try? record.fields()) ?? [:]
+        return MappedRecord(fields: fields, canonical: mapping.canonical(record.entity, fields))
     }
 }

@@ -172,6 +172,7 @@ final class DigestIndex: Sendable {
 /// store's digest index.
 struct StoredRowMemory: RowMemory {
     let index: DigestIndex
+    var loadsInBulk = false
 
     func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool {
         index.holds(identity, rawHash: rawHash)

@@ -77,7 +77,10 @@ extension JobSpec {
                     }
                     return record
                 },
-                role: { kind.role(of: $0) }, owns: { kind.ownedFields(of: $0) }, keyRules: kind.keyRules))
+                role: { kind.role(of: $0) }, owns: { kind.ownedFields(of: $0) }, keyRules: kind.keyRules,
+                keepsWire: { entity, shape in
+                    kind.keepsWireFields(of: entity) && !shape.names.contains(where: Self.artworkFields.contains)
+                }))
         })
     }
 

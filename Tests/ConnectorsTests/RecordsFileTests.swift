@@ -71,7 +71,58 @@ private struct FixedRowMemory: RowMemory {
     func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool { rows[identity] == rawHash }
 }
 
+/// A store that holds nothing of the source and loads it in bulk.
+private struct BulkLoadMemory: RowMemory {
+    func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool { false }
+    var loadsInBulk: Bool { true }
+}
+
 @Suite struct RecordsFileJSONLinesTests {
+    /// On a first load the rows are written straight to canonical bytes (no
+    /// fields built, only their shape kept); the records are those the parse
+    /// gives, and a row that cannot be written so (a key twice) or is
+    /// malformed goes through the parse, which words its error.
+    @Test func aFirstLoadDecodesRowsStraightToTheRecordsTheParseGives() throws {
+        let rows = jsonl(40) + #"{"id": 7, "a": 1, "a": 2}"# + "\n" + #"{"id": "x\u00e9", "é": [1.0, {"b": 2e1}]}"# + "\n"
+        let file = try TempFile("bulk.jsonl", rows)
+        defer { file.cleanup() }
+        let scope = try makeScope(RecordsFileSettings(path: file.path))
+        let decodeRemembering = try #require(scope.decodeRemembering)
+        let (response, full) = try readPage(scope, 0)
+        let page = try decodeRemembering(response, BulkLoadMemory())
+        #expect(page.items == full.items)
+        #expect(page.items.prefix(40).allSatisfy { $0.shape != nil && !$0.carriesDecodedFields })
+        #expect(page.items.suffix(2).allSatisfy { $0.shape == nil && $0.carriesDecodedFields })
+        #expect(page.items[0].shape?.names == (try page.items[0].fields()).keys.sorted())
+    }
+
+    /// Keys rendered as text, rows skipped for want of a key, and the error of
+    /// a malformed row: the same on a first load as through the parse.
+    @Test(arguments: [
+        "{\"id\":12}\n{\"id\":12.0}\n{\"id\":1e3}\n{\"id\":-7}\n{\"id\":2.5}\n{\"id\":\"x y\"}\n{\"sku\":\"no id\"}\n{\"id\":null}\n{\"id\":\"\"}\n{\"id\":[1]}\n",
+        "{\"id\": 1}\n{\"id\": 2, \"x\": tru}\n",
+        "{\"id\": 1}\n[1, 2]\n",
+        "\u{FEFF}{\"id\": 1, \"w\": \"2024-05-01\"}\r\n\r\n{\"id\": 123456789012345678901234}",
+    ])
+    func aFirstLoadKeysSkipsAndFailsAsTheParseDoes(rows: String) throws {
+        let file = try TempFile("bulk-keys.jsonl", rows)
+        defer { file.cleanup() }
+        let scope = try makeScope(RecordsFileSettings(path: file.path, entity: .listing))
+        guard case .local(let read) = scope.origin else { throw StoreSyncError.fetchFailed(url: scope.id, reason: "not local") }
+        let response = try read(0)
+        let decodeRemembering = try #require(scope.decodeRemembering)
+        func outcome(_ decode: () throws -> DecodedPage<Record>) -> String {
+            do {
+                let page = try decode()
+                return "\(page.items.map { "\($0.entity.rawValue) \($0.key) \($0.payload) \($0.hash) \(String(describing: $0.rawHash))" }) "
+                    + "\(page.skipped) \(page.rowCount)"
+            } catch {
+                return "error: \(error)"
+            }
+        }
+        #expect(outcome { try decodeRemembering(response, BulkLoadMemory()) } == outcome { try scope.decode(response) })
+    }
+
     @Test func rowsHeldByteForByteAreNotDecodedAndTheRestCarryTheirRawHash() throws {
         let file = try TempFile("n.jsonl", jsonl(6))
         defer { file.cleanup() }

@@ -69,6 +69,36 @@ import TestSupport
         }
     }
 
+    /// A records file's rows on a first load are written straight to
+    /// canonical bytes, their fields never built (``Record/shape``): the
+    /// store they leave is the store the parsed rows leave, table for table,
+    /// and only a row that meets a stored one (to be merged field by field)
+    /// is ever parsed.
+    @Test func rowsDecodedStraightToCanonicalBytesStoreWhatParsedRowsStore() async throws {
+        func typed(_ record: Catalog.Record) -> Catalog.Record {
+            var scratch = CanonicalScratch()
+            let bytes = Array(record.payload.utf8)
+            guard let canonical = bytes.withUnsafeBufferPointer({ JSONParser.canonicalObject($0, keyField: "id", scratch: &scratch) }) else {
+                Issue.record("the canonical writer stepped aside for \(record.payload)")
+                return record
+            }
+            #expect(canonical.bytes == bytes)
+            return Catalog.Record(entity: record.entity, key: record.key, canonical: canonical, rawHash: record.rawHash)
+        }
+        let decoded = try await twoNights("parsed-rows") { $0 }
+        let straight = try await twoNights("canonical-rows", typed)
+        #expect(decoded.payloadParses.load(ordering: .relaxed) == 0)
+        // Parsed: row 7 met again on night 1 (the first load ends there), and night 2's 71 changed records.
+        #expect(straight.payloadParses.load(ordering: .relaxed) == 1 + 71)
+        for sql in ["SELECT entity, key, fields, hash, sources, parts, added_run, changed_run FROM entities ORDER BY entity, key",
+                    "SELECT source, entity, key, scope, hash, payload, added_run, changed_run FROM records ORDER BY source, entity, key",
+                    "SELECT run_id, source, entity, key, op, field, before, after FROM changes ORDER BY id",
+                    "SELECT source, entity, field, kind, position, first_run, kind_changed_run, previous_kind FROM field_registry ORDER BY 1, 2, 3"] {
+            #expect(try files.read("parsed-rows") { try Row.fetchAll($0, sql: sql) } == files.read("canonical-rows") { try Row.fetchAll($0, sql: sql) },
+                    "\(sql)")
+        }
+    }
+
     @Test func aRecordsFileRowIsStoredOnceAndReadBackWhole() async throws {
         let store = try await twoNights("stored-once") { $0 }
         let counts = try files.read("stored-once") { db in

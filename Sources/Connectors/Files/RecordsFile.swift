@@ -167,6 +167,9 @@ extension RecordsFileSettings: SourceKind {
         return CanonicalRecord(entity: entity, fields: fields)
     }
 
+    /// A JSON Lines row's fields are its canonical fields as they are (a CSV row's are typed).
+    public func keepsWireFields(of entity: EntityKind) -> Bool { RecordsFile.format(of: self) == .jsonLines }
+
     /// A file lists its rows: a row gone from a complete read of the file is evidence it was deleted.
     public func role(of entity: EntityKind) -> RecordRole { .lists }
 }
@@ -368,9 +371,14 @@ enum JSONLinesDecoder {
                 number += 1
                 start = end + 1
             }
+            let inBulk = memory?.loadsInBulk == true
             let chunks = ParallelChunks.map(lines.count) { range in
                 var chunk = RowChunk()
                 chunk.records.reserveCapacity(range.count)
+                if inBulk {
+                    decodeCanonical(buffer, lines[range], settings: settings, into: &chunk)
+                    return chunk
+                }
                 // Rows with the same bytes as the stored record are unchanged: nothing
                 // to decode. Their keys and hashes are asked about in one batch.
                 let hashes = lines[range].map { line in
@@ -396,22 +404,7 @@ enum JSONLinesDecoder {
                 for (position, line) in lines[range].enumerated() {
                     if held[position] { continue }
                     let row = UnsafeBufferPointer(rebasing: buffer[line.start..<line.end])
-                    let rawHash = hashes[position]
-                    let value: JSONValue
-                    do throws(JSONSyntaxError) {
-                        value = try JSONParser.parse(row)
-                    } catch {
-                        chunk.error = .malformedFile(path: settings.path, line: nil,
-                                                     reason: "line \(line.number), column \(error.column): \(error.message)")
-                        break
-                    }
-                    guard case .object(let fields) = value else {
-                        chunk.error = .malformedFile(path: settings.path, line: nil,
-                                                     reason: "line \(line.number): expected a JSON object, found \(kind(of: value))")
-                        break
-                    }
-                    RecordsFile.record(fields, key: RecordsFile.keyText(fields[settings.keyField]), line: line.number,
-                                       settings: settings, rawHash: rawHash, into: &chunk.records, skipped: &chunk.skipped)
+                    guard decodeParsed(row, line: line, rawHash: hashes[position], settings: settings, into: &chunk) else { break }
                 }
                 return chunk
             }
@@ -420,6 +413,47 @@ enum JSONLinesDecoder {
     }
 
     static func kind(of value: JSONValue) -> String { jsonTypeName(value) }
+
+    /// Decodes rows of a first load straight to canonical bytes (no value
+    /// built: ``JSONParser/canonicalObject(_:keyField:scratch:)``); a row it
+    /// cannot write that way (a malformed one among them) goes through the
+    /// parse, which decides it and words its error.
+    private static func decodeCanonical(_ buffer: UnsafeBufferPointer<UInt8>, _ lines: ArraySlice<Line>,
+                                        settings: RecordsFileSettings, into chunk: inout RowChunk) {
+        var scratch = CanonicalScratch()
+        for line in lines {
+            let row = UnsafeBufferPointer(rebasing: buffer[line.start..<line.end])
+            let rawHash = ContentHash(rawValue: XXH64.hash(row, seed: rawHashSeed))
+            if let canonical = JSONParser.canonicalObject(row, keyField: settings.keyField, scratch: &scratch),
+               let key = RecordsFile.keyText(canonical.key) {
+                chunk.records.append(Record(entity: settings.entity, key: key, canonical: canonical, rawHash: rawHash))
+                continue
+            }
+            guard decodeParsed(row, line: line, rawHash: rawHash, settings: settings, into: &chunk) else { return }
+        }
+    }
+
+    /// Parses a row into its record (or notes it skipped); false, with the
+    /// chunk's error set, for a row that is not a JSON object.
+    private static func decodeParsed(_ row: UnsafeBufferPointer<UInt8>, line: Line, rawHash: ContentHash,
+                                     settings: RecordsFileSettings, into chunk: inout RowChunk) -> Bool {
+        let value: JSONValue
+        do throws(JSONSyntaxError) {
+            value = try JSONParser.parse(row)
+        } catch {
+            chunk.error = .malformedFile(path: settings.path, line: nil,
+                                         reason: "line \(line.number), column \(error.column): \(error.message)")
+            return false
+        }
+        guard case .object(let fields) = value else {
+            chunk.error = .malformedFile(path: settings.path, line: nil,
+                                         reason: "line \(line.number): expected a JSON object, found \(kind(of: value))")
+            return false
+        }
+        RecordsFile.record(fields, key: RecordsFile.keyText(fields[settings.keyField]), line: line.number,
+                           settings: settings, rawHash: rawHash, into: &chunk.records, skipped: &chunk.skipped)
+        return true
+    }
 }
 
 // MARK: - Decoding on every core
