@@ -11,11 +11,14 @@ import Synchronization
 /// transaction, and a unique index of scattered keys rewrites most of its
 /// pages at every commit (the records' key index was dropped for that reason
 /// before). Without it, an entity row cannot be looked up by key, so the
-/// load keeps the 64-bit hashes of the entity keys it wrote (~16 MB at 1M
-/// entities): a key not among them is new for certain; a key among them (a
-/// row repeated within the run, two record kinds that map to one entity, or
-/// a hash collision) ends the first-load path, the index is built there and
-/// then, and the page goes through the night's diff like any other.
+/// load keeps the 64-bit hashes of the entity keys it wrote: a key not among
+/// them is new for certain; a key among them (a row repeated within the run,
+/// two record kinds that map to one entity, or a hash collision) ends the
+/// first-load path, the index is built there and then, and the page goes
+/// through the night's diff like any other. A kind that is its own entity
+/// and no other kind's (a records file's rows) keeps no hashes: its entity
+/// keys repeat exactly when its record keys do, which the run's seen keys
+/// tell already (a million hashes were 17 MB, 25 while the set grew).
 struct FirstLoadState: Sendable {
     /// The source whose first load this is: the first to apply a page (only
     /// the first source of a job into an empty store loads this way).
@@ -32,7 +35,10 @@ private struct FirstLoadRow: Sendable {
     var shape: FieldShape?
     var entity: EntityKind
     var entityKey: String
-    var entityKeyHash: UInt64
+    /// Nil for a kind whose entities only its own records map to: its entity
+    /// keys are distinct exactly when its record keys are, which the run's
+    /// seen keys check already.
+    var entityKeyHash: UInt64?
     var canonicalText: String
     var canonicalHash: Int64
     /// What `records.payload` holds: empty when it is `canonicalText` (``SQLSnapshotStore/storedPayload(_:_:)``).
@@ -70,15 +76,23 @@ extension SQLSnapshotStore {
         let records = page.records
         let mapping = mapping(for: page.source)
         let logAddedValues = baselineRun.withLock { $0 } != page.runID
+        // Kinds that are their own entity and no other kind's (a records file's rows): see FirstLoadRow.entityKeyHash.
+        let soleKinds = Set(Set(records.map(\.entity)).filter { kind in
+            mapping.entity(of: kind) == kind && !EntityKind.allCases.contains { $0 != kind && mapping.entity(of: $0) == kind }
+        })
         let rows: [FirstLoadRow] = ParallelChunks.map(records.count) { range in
             range.map { position in
                 let record = records[position]
                 let mapped = MappedRecord(record, mapping, parses: payloadParses)
                 let entity = mapped.canonical.entity
                 let entityKey = EntityWriter.entityKey(entity, record.key, source: page.source)
-                var keyBytes = Array(entity.rawValue.utf8)
-                keyBytes.append(9)
-                keyBytes.append(contentsOf: entityKey.utf8)
+                var keyHash: UInt64?
+                if !soleKinds.contains(record.entity) {
+                    var keyBytes = Array(entity.rawValue.utf8)
+                    keyBytes.append(9)
+                    keyBytes.append(contentsOf: entityKey.utf8)
+                    keyHash = ContentHash(bytes: keyBytes).rawValue
+                }
                 let text: String, hash: Int64
                 if mapped.wire != nil {
                     // Decoded straight to canonical bytes, of a kind mapped as it is: nothing built, nothing encoded.
@@ -93,7 +107,7 @@ extension SQLSnapshotStore {
                     (text, hash) = (String(decoding: bytes, as: UTF8.self), ContentHash(bytes: bytes).sqliteValue)
                 }
                 return FirstLoadRow(fields: mapped.fields, shape: mapped.wire, entity: entity, entityKey: entityKey,
-                                    entityKeyHash: ContentHash(bytes: keyBytes).rawValue,
+                                    entityKeyHash: keyHash,
                                     canonicalText: text, canonicalHash: hash,
                                     storedPayload: SQLSnapshotStore.storedPayload(record, mapped))
             }
@@ -105,8 +119,9 @@ extension SQLSnapshotStore {
         let allNew = firstLoad.withLock { state -> Bool in
             guard state != nil, state!.source == page.source else { return false }
             var pageKeys = Set<UInt64>(minimumCapacity: rows.count)
-            for row in rows where state!.entityKeys.contains(row.entityKeyHash) || !pageKeys.insert(row.entityKeyHash).inserted {
-                return false
+            for row in rows {
+                guard let hash = row.entityKeyHash else { continue }
+                if state!.entityKeys.contains(hash) || !pageKeys.insert(hash).inserted { return false }
             }
             guard markAllSeen(page.source, records.lazy.map(\.identity)) else { return false }
             // In place: a copy of a million hashes per page would cost more than the lookups saved.
