@@ -85,30 +85,32 @@ package enum CanonicalJSON {
     /// the whole keys compared.
     static func utf8Prefix(_ key: String) -> UInt64 {
         var key = key
-        return key.withUTF8 { bytes in
-            var prefix: UInt64 = 0
-            for position in 0..<8 {
-                prefix <<= 8
-                if position < bytes.count { prefix |= UInt64(bytes[position]) }
-            }
-            return prefix
+        return key.withUTF8 { utf8Prefix(bytes: $0) }
+    }
+
+    static func utf8Prefix(bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var prefix: UInt64 = 0
+        for position in 0..<8 {
+            prefix <<= 8
+            if position < bytes.count { prefix |= UInt64(bytes[position]) }
         }
+        return prefix
     }
 
     /// Byte order of the UTF-8 encodings (what the canonical form sorts by),
     /// compared with memcmp rather than element by element.
     static func utf8Precedes(_ a: String, _ b: String) -> Bool {
         var a = a, b = b
-        return a.withUTF8 { pa in
-            b.withUTF8 { pb in
-                let common = min(pa.count, pb.count)
-                if common > 0, let x = pa.baseAddress, let y = pb.baseAddress {
-                    let order = memcmp(x, y, common)
-                    if order != 0 { return order < 0 }
-                }
-                return pa.count < pb.count
-            }
+        return a.withUTF8 { pa in b.withUTF8 { pb in utf8Precedes(bytes: pa, pb) } }
+    }
+
+    static func utf8Precedes(bytes pa: UnsafeBufferPointer<UInt8>, _ pb: UnsafeBufferPointer<UInt8>) -> Bool {
+        let common = min(pa.count, pb.count)
+        if common > 0, let x = pa.baseAddress, let y = pb.baseAddress {
+            let order = memcmp(x, y, common)
+            if order != 0 { return order < 0 }
         }
+        return pa.count < pb.count
     }
 
     /// `members` as parsing their canonical encoding gives them back: an

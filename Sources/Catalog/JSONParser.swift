@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Where a JSON document stopped making sense, for error messages that let a
 /// user find the byte in the response they saved.
 public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -483,18 +475,17 @@ package enum JSONParser {
         }
 
         /// Writes the string at `index` as the canonical form writes the
-        /// String parsing it gives (invalid UTF-8 repaired); returns its type.
-        mutating func writeCanonicalString(into out: inout [UInt8]) throws(JSONSyntaxError) -> FieldType {
+        /// String parsing it gives (invalid UTF-8 repaired); returns its type
+        /// when `typed` (a top-level member's: only those are registered).
+        mutating func writeCanonicalString(into out: inout [UInt8], typed: Bool = false) throws(JSONSyntaxError) -> FieldType {
             try parseStringBytes { bytes -> FieldType in
-                if UTF8Check.isValid(bytes) {
+                func write(_ bytes: UnsafeBufferPointer<UInt8>) -> FieldType {
                     CanonicalJSON.writeString(bytes: bytes, into: &out)
-                    return FieldType.isISO8601Date(bytes: bytes) ? .date : .text
+                    return typed && FieldType.isISO8601Date(bytes: bytes) ? .date : .text
                 }
+                if UTF8Check.isValid(bytes) { return write(bytes) }
                 var repaired = String(decoding: bytes, as: UTF8.self)
-                return repaired.withUTF8 { bytes in
-                    CanonicalJSON.writeString(bytes: bytes, into: &out)
-                    return FieldType.isISO8601Date(bytes: bytes) ? .date : .text
-                }
+                return repaired.withUTF8(write)
             }
         }
 
@@ -510,8 +501,7 @@ package enum JSONParser {
             swap(&arena, &arenas[level])
             arena.removeAll(keepingCapacity: true)
             defer { swap(&arena, &arenas[level]) }
-            // Per member: its key's bytes in `buffer`, its value's in `arena`, its type.
-            var members: [(prefix: UInt64, keyStart: Int, keyEnd: Int, valueStart: Int, valueEnd: Int, type: FieldType?)] = []
+            var members: [CanonicalMember] = []
             skipWhitespace()
             if index < buffer.count, buffer[index] == UInt8(ascii: "}") {
                 index += 1
@@ -537,7 +527,7 @@ package enum JSONParser {
                         let valueIndex = index
                         switch buffer[index] {
                         case UInt8(ascii: "\""):
-                            type = try writeCanonicalString(into: &arena)
+                            type = try writeCanonicalString(into: &arena, typed: true)
                         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
                             let number = try parseNumber()
                             // One no Int64 or Double holds is its entity's field as text (CanonicalRecord): not a row's own canonical fields.
@@ -557,29 +547,17 @@ package enum JSONParser {
                     } else {
                         guard try writeCanonicalValue(into: &arena, arenas: &arenas, level: level + 1) else { return false }
                     }
-                    var prefix: UInt64 = 0
-                    for position in 0..<8 {
-                        prefix <<= 8
-                        if keyStart + position < keyEnd { prefix |= UInt64(buffer[keyStart + position]) }
-                    }
-                    members.append((prefix, keyStart, keyEnd, valueStart, arena.count, type))
+                    members.append(CanonicalMember(
+                        prefix: CanonicalJSON.utf8Prefix(bytes: UnsafeBufferPointer(rebasing: buffer[keyStart..<keyEnd])),
+                        keys: keyStart..<keyEnd, values: valueStart..<arena.count, type: type))
                     if try closes(UInt8(ascii: "}"), inside: "an object") { break }
                 }
             }
             depth -= 1
             let buffer = self.buffer
-            func key(_ m: (prefix: UInt64, keyStart: Int, keyEnd: Int, valueStart: Int, valueEnd: Int, type: FieldType?))
-                -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: buffer[m.keyStart..<m.keyEnd]) }
-            members.sort { a, b in
-                if a.prefix != b.prefix { return a.prefix < b.prefix }
-                let x = key(a), y = key(b)
-                let common = min(x.count, y.count)
-                if common > 0, let p = x.baseAddress, let q = y.baseAddress {
-                    let order = memcmp(p, q, common)
-                    if order != 0 { return order < 0 }
-                }
-                return x.count < y.count
-            }
+            func key(_ member: CanonicalMember) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: buffer[member.keys]) }
+            // The order CanonicalJSON.writeObject sorts by.
+            members.sort { a, b in a.prefix != b.prefix ? a.prefix < b.prefix : CanonicalJSON.utf8Precedes(bytes: key(a), key(b)) }
             out.append(UInt8(ascii: "{"))
             for (n, member) in members.enumerated() {
                 if n > 0 {
@@ -591,7 +569,7 @@ package enum JSONParser {
                 out.append(contentsOf: key(member))
                 out.append(UInt8(ascii: "\""))
                 out.append(UInt8(ascii: ":"))
-                out.append(contentsOf: arena[member.valueStart..<member.valueEnd])
+                out.append(contentsOf: arena[member.values])
             }
             out.append(UInt8(ascii: "}"))
             if top != nil {
@@ -643,6 +621,16 @@ package enum JSONParser {
             return .double(d)
         }
     }
+}
+
+/// A member of an object being written canonically: its key's bytes in the
+/// document, its value's canonical bytes in its level's arena, the value's type.
+private struct CanonicalMember {
+    /// The key's first 8 bytes as one integer (``CanonicalJSON/utf8Prefix(bytes:)``).
+    var prefix: UInt64
+    var keys: Range<Int>
+    var values: Range<Int>
+    var type: FieldType?
 }
 
 /// Buffers ``JSONParser/canonicalObject(_:keyField:scratch:)`` reuses from
