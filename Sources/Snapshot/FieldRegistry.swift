@@ -60,11 +60,11 @@ struct FieldRegistryWriter {
     }
 
     /// The names of `fields` in the order ``note(_:_:order:)`` takes them.
-    private static func names(_ fields: [String: JSONValue], order: [String]?) -> [String] {
-        guard let order else { return fields.keys.sorted() }
+    private static func names(_ keys: some Collection<String>, order: [String]?) -> [String] {
+        guard let order else { return keys.sorted() }
         // One set per record, not one per field: this runs for every row a load writes.
         let listed = Set(order)
-        return order + fields.keys.filter { !listed.contains($0) }.sorted()
+        return order + keys.filter { !listed.contains($0) }.sorted()
     }
 
     /// Whether noting `fields` would change nothing: every field, and every
@@ -88,7 +88,7 @@ struct FieldRegistryWriter {
         // types it knows: checked in any order, with no sort (this runs for every
         // record a load writes), before the ordered pass that registers.
         guard !Self.changesNothing(known[name], fields, order: order) else { return }
-        for field in Self.names(fields, order: order) {
+        for field in Self.names(fields.keys, order: order) {
             let value = fields[field]
             try register(name, field, present: value != nil, kind: value.flatMap(Self.kind(of:)))
         }
@@ -110,12 +110,7 @@ struct FieldRegistryWriter {
             return
         }
         let types = Dictionary(zip(shape.names, shape.types), uniquingKeysWith: { _, last in last })
-        // The names in the order note(_:_:order:) takes them (a shape's are sorted already).
-        let names = order.map { order in
-            let listed = Set(order)
-            return order + shape.names.filter { !listed.contains($0) }.sorted()
-        } ?? shape.names.sorted()
-        for field in names {
+        for field in Self.names(shape.names, order: order) {
             let type = types[field]
             try register(name, field, present: type != nil, kind: type.flatMap { $0?.rawValue })
         }
