@@ -13,19 +13,19 @@ import Darwin
 /// head and answers 200 "proxied" itself. Bounded: `maxConnections`, then it stops.
 final class RecordingProxy: @unchecked Sendable {
     let port: Int
-    private let listener: Int32
+    private let listener: LoopbackAcceptor
     private let heads = Shared<[String]>([])
 
     init(maxConnections: Int = 4) throws {
-        let (fd, boundPort) = try LoopbackListener.open()
-        port = boundPort
-        listener = fd
+        let listener = try LoopbackAcceptor()
+        self.listener = listener
+        port = listener.port
         let body = Array("proxied".utf8)
         let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
         let thread = Thread { [heads] in
+            defer { listener.finish() }
             for _ in 0..<maxConnections {
-                let client = accept(fd, nil, nil)
-                guard client >= 0 else { return }
+                guard let client = listener.accept() else { return }
                 // One thread per connection: a connection the client opens and leaves
                 // idle must not keep the next one from being answered.
                 Thread {
@@ -54,10 +54,7 @@ final class RecordingProxy: @unchecked Sendable {
 
     var requestHeads: [String] { heads.current }
 
-    func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
+    func stop() { listener.stop() }
 }
 
 extension Array where Element == UInt8 {

@@ -19,21 +19,21 @@ public final class WebhookReceiver: @unchecked Sendable {
     }
 
     public let port: Int
-    private let listener: Int32
+    private let listener: LoopbackAcceptor
     private let lock = NSLock()
     private var received: [Request] = []
     private var held: [Int32] = []
     private var isStopped = false
 
     public init(statuses: [Int] = [], silent: Bool = false) throws {
-        let (fd, boundPort) = try LoopbackListener.open()
-        port = boundPort
-        listener = fd
+        let listener = try LoopbackAcceptor()
+        self.listener = listener
+        port = listener.port
         let thread = Thread { [self] in
+            defer { listener.finish() }
             var script = statuses
             while true {
-                let client = accept(fd, nil, nil)
-                guard client >= 0 else { return }
+                guard let client = listener.accept() else { return }
                 guard let request = Self.receive(client) else { close(client); continue }
                 lock.lock()
                 received.append(request)
@@ -93,8 +93,7 @@ public final class WebhookReceiver: @unchecked Sendable {
         defer { lock.unlock() }
         guard !isStopped else { return }
         isStopped = true
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        listener.stop()
         for client in held { close(client) }
         held = []
     }
