@@ -56,6 +56,49 @@ package enum JSONParser {
         return parser.findMember(Array(name.utf8))
     }
 
+    /// Calls `body` with each top-level member of the object in `buffer`: its
+    /// name (the bytes between its quotes) and its value (its whole JSON text)
+    /// as ranges of `buffer`, and whether each holds an escape; nested values
+    /// are skipped, not built. Returns how many members it passed to `body`, or
+    /// nil when `buffer` holds no object.
+    ///
+    /// It stops quietly at the first byte out of place instead of reporting it:
+    /// it reads what the store wrote (canonical JSON, well-formed by
+    /// construction) once per row of an export, where validating the row again
+    /// would cost a full parse. Input from outside goes through ``parse(_:)-swift.type.method``.
+    @discardableResult
+    package static func members(ofObjectIn buffer: UnsafeBufferPointer<UInt8>,
+                                _ body: (_ name: Range<Int>, _ nameEscaped: Bool,
+                                         _ value: Range<Int>, _ valueEscaped: Bool) -> Void) -> Int? {
+        var parser = Parser(buffer: buffer)
+        guard parser.enterObject() else { return nil }
+        var count = 0
+        while let member = parser.nextMember() {
+            let valueStart = parser.index
+            guard let valueEscaped = parser.skipValue() else { break }
+            body(member.name, member.escaped, valueStart..<min(parser.index, buffer.count), valueEscaped)
+            count += 1
+            guard parser.leaveMember() else { break }
+        }
+        return count
+    }
+
+    /// The text of a JSON string's contents (the bytes between its quotes) with
+    /// its escapes decoded, as parsing the string makes it; the bytes as text
+    /// (invalid UTF-8 repaired) when they are not a valid string's contents.
+    package static func stringContents(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String {
+        // The quoted string in one scratch buffer, parsed in place: building it from
+        // three arrays cost more than the parse, for every escaped value of an export.
+        let decoded = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count + 2) { quoted -> String? in
+            quoted[0] = UInt8(ascii: "\"")
+            _ = UnsafeMutableBufferPointer(rebasing: quoted[1...]).initialize(from: bytes)
+            quoted[bytes.count + 1] = UInt8(ascii: "\"")
+            var decoded: [UInt8] = []
+            return decodeString(UnsafeBufferPointer(quoted), into: &decoded) ? String(decoding: decoded, as: UTF8.self) : nil
+        }
+        return decoded ?? String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Decodes the JSON string `json` (its quotes included) into `decoded`, as
     /// parsing it does but before invalid UTF-8 is repaired (a String made of
     /// `decoded` is the parsed string); false when `json` is not exactly one
@@ -331,55 +374,91 @@ package enum JSONParser {
         }
 
         mutating func findMember(_ name: [UInt8]) -> JSONValue? {
-            if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { index = 3 }
-            skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return nil }
-            index += 1
-            while true {
-                skipWhitespace()
-                guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { return nil }
-                let keyStart = index + 1
-                guard let keyEnd = skipString(), !buffer[keyStart..<keyEnd].contains(UInt8(ascii: "\\")) else { return nil }
-                skipWhitespace()
-                guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { return nil }
-                index += 1
-                skipWhitespace()
-                if buffer[keyStart..<keyEnd].elementsEqual(name) { return try? parseValue() }
-                guard skipValue() else { return nil }
-                skipWhitespace()
-                guard index < buffer.count, buffer[index] == UInt8(ascii: ",") else { return nil }
-                index += 1
+            guard enterObject() else { return nil }
+            while let member = nextMember() {
+                guard !member.escaped else { return nil }
+                if buffer[member.name].elementsEqual(name) { return try? parseValue() }
+                guard skipValue() != nil, leaveMember() else { return nil }
             }
+            return nil
         }
 
-        /// Moves past the string starting at `index`; returns where its closing quote stands.
-        mutating func skipString() -> Int? {
+        /// Moves past a BOM, whitespace and the `{` of the object the buffer holds; false when it holds none.
+        mutating func enterObject() -> Bool {
+            if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { index = 3 }
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return false }
             index += 1
-            while index < buffer.count {
+            return true
+        }
+
+        /// The next member's name (the bytes between its quotes) and whether it holds an escape,
+        /// leaving `index` at its value; nil at the object's end or at anything out of place.
+        mutating func nextMember() -> (name: Range<Int>, escaped: Bool)? {
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { return nil }
+            let nameStart = index + 1
+            guard let name = skipString() else { return nil }
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { return nil }
+            index += 1
+            skipWhitespace()
+            guard index < buffer.count else { return nil }
+            return (nameStart..<name.end, name.escaped)
+        }
+
+        /// Moves past the comma after a member's value; false at the object's end.
+        mutating func leaveMember() -> Bool {
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: ",") else { return false }
+            index += 1
+            return true
+        }
+
+        /// Moves past the string starting at `index`: where its closing quote
+        /// stands and whether it holds an escape. Eight bytes at a time while
+        /// none is a quote or a backslash: a payload is mostly its strings' text.
+        mutating func skipString() -> (end: Int, escaped: Bool)? {
+            index += 1
+            var escaped = false
+            let count = buffer.count
+            while index < count {
+                if let base = buffer.baseAddress {
+                    while index + 8 <= count {
+                        let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                        if SWAR.hasByte(word, UInt8(ascii: "\"")) || SWAR.hasByte(word, UInt8(ascii: "\\")) { break }
+                        index += 8
+                    }
+                    guard index < count else { break }
+                }
                 switch buffer[index] {
                 case UInt8(ascii: "\""):
                     index += 1
-                    return index - 1
-                case UInt8(ascii: "\\"): index += 2
+                    return (index - 1, escaped)
+                case UInt8(ascii: "\\"):
+                    escaped = true
+                    index += 2
                 default: index += 1
                 }
             }
             return nil
         }
 
-        /// Moves past one value of any kind without building it.
-        mutating func skipValue() -> Bool {
-            guard index < buffer.count else { return false }
+        /// Moves past one value of any kind without building it; whether a string in it held an escape.
+        mutating func skipValue() -> Bool? {
+            guard index < buffer.count else { return nil }
             switch buffer[index] {
             case UInt8(ascii: "\""):
-                return skipString() != nil
+                return skipString()?.escaped
             case UInt8(ascii: "{"), UInt8(ascii: "["):
                 var depth = 0
+                var escaped = false
                 repeat {
-                    guard index < buffer.count else { return false }
+                    guard index < buffer.count else { return nil }
                     switch buffer[index] {
                     case UInt8(ascii: "\""):
-                        guard skipString() != nil else { return false }
+                        guard let string = skipString() else { return nil }
+                        escaped = escaped || string.escaped
                     case UInt8(ascii: "{"), UInt8(ascii: "["):
                         depth += 1
                         index += 1
@@ -390,16 +469,16 @@ package enum JSONParser {
                         index += 1
                     }
                 } while depth > 0
-                return true
+                return escaped
             default:
                 // A number or a literal: up to the next delimiter.
                 while index < buffer.count {
                     switch buffer[index] {
-                    case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D: return true
+                    case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D: return false
                     default: index += 1
                     }
                 }
-                return true
+                return false
             }
         }
 

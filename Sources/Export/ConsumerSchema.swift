@@ -294,46 +294,10 @@ enum ExtraMembers {
     /// column) a byte count instead of a parse.
     static func json(payload: String, columns: [ExportColumn], values: [StoredValue]) -> String? {
         let present = values.reduce(0) { $0 + ($1 == .null ? 0 : 1) }
-        if topLevelMemberCount(payload) == present { return nil }
+        var payload = payload
+        if payload.withUTF8({ JSONParser.members(ofObjectIn: $0) { _, _, _, _ in } }) == present { return nil }
         guard case .object(var members)? = try? JSONParser.parse(payload) else { return nil }
         for column in columns { members[column.field] = nil }
         return members.isEmpty ? nil : String(decoding: CanonicalJSON.encodeObject(members), as: UTF8.self)
-    }
-
-    /// How many members the JSON object `text` has at its top level (its
-    /// commas outside strings and nested values, plus one); nil when `text`
-    /// is not an object.
-    static func topLevelMemberCount(_ text: String) -> Int? {
-        var utf8 = text.utf8.makeIterator()
-        var depth = 0, commas = 0, inString = false, escaped = false, sawMember = false, started = false
-        while let byte = utf8.next() {
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
-                continue
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
-                if !started {
-                    guard byte == UInt8(ascii: "{") else { return nil }
-                    started = true
-                } else if depth == 1 { sawMember = true }
-                depth += 1
-                continue
-            case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                depth -= 1
-                continue
-            case UInt8(ascii: "\""):
-                inString = true
-            case UInt8(ascii: ","):
-                if depth == 1 { commas += 1 }
-            default:
-                break
-            }
-            guard started else { return nil }
-            if depth == 1 { sawMember = true }
-        }
-        return sawMember ? commas + 1 : 0
     }
 }

@@ -37,12 +37,13 @@ struct RecordFieldInference: Sendable {
         var payload = payload
         payload.withUTF8 { bytes in
             var position = 0
-            JSONMembers.scan(bytes) { name, escaped, _, _, kind in
+            JSONParser.members(ofObjectIn: bytes) { name, escaped, value, _ in
+                let kind = PayloadProjection.kind(of: value, in: bytes)
                 let field: Int
                 if position < lastRow.count, !escaped, lastRow[position].bytes.elementsEqual(bytes[name]) {
                     field = lastRow[position].field
                 } else {
-                    let text = escaped ? JSONMembers.decodeString(bytes[name]) : String(decoding: bytes[name], as: UTF8.self)
+                    let text = escaped ? JSONParser.stringContents(bytes[name]) : String(decoding: bytes[name], as: UTF8.self)
                     field = fieldIndex(text)
                     let entry = (bytes: Array(bytes[name]), field: field)
                     if position < lastRow.count { lastRow[position] = entry } else { lastRow.append(entry) }

@@ -409,7 +409,7 @@ package struct PayloadProjection {
                                   _ body: (_ column: Int, _ value: Range<Int>, _ escaped: Bool) -> Void) -> Int {
         for index in filled.indices { filled[index] = false }
         var position = 0
-        JSONMembers.scan(payload) { name, nameEscaped, value, valueEscaped, _ in
+        JSONParser.members(ofObjectIn: payload) { name, nameEscaped, value, valueEscaped in
             if count > 0 {
                 for column in columns(named: UnsafeBufferPointer(rebasing: payload[name]), escaped: nameEscaped, at: position)
                 where !filled[column] {
@@ -428,7 +428,7 @@ package struct PayloadProjection {
         }) {
             return lastRow[position].columns
         }
-        let text = escaped ? JSONMembers.decodeString(name[...]) : String(decoding: name, as: UTF8.self)
+        let text = escaped ? JSONParser.stringContents(name[...]) : String(decoding: name, as: UTF8.self)
         let columns = columnsByField[text] ?? []
         let entry = (name: escaped ? [] : Array(name), columns: columns)
         if position < lastRow.count { lastRow[position] = entry } else if position == lastRow.count { lastRow.append(entry) }
@@ -441,7 +441,7 @@ package struct PayloadProjection {
         switch first {
         case UInt8(ascii: "\""):
             let inner = json[1..<max(1, json.count - 1)]
-            return .text(escaped ? JSONMembers.decodeString(inner) : String(decoding: inner, as: UTF8.self))
+            return .text(escaped ? JSONParser.stringContents(inner) : String(decoding: inner, as: UTF8.self))
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             return .text(minified(json))
         case UInt8(ascii: "t"): return .integer(1)
@@ -452,6 +452,20 @@ package struct PayloadProjection {
                 return real(json)
             }
             return integer(json)
+        }
+    }
+
+    /// The column kind a member's JSON text (`value`, a range of `json`) asks for, read from
+    /// its first bytes: nil for `null`, booleans are integers, containers text.
+    package static func kind(of value: Range<Int>, in json: UnsafeBufferPointer<UInt8>) -> ExportColumn.Kind? {
+        guard let first = value.first.map({ json[$0] }) else { return nil }
+        switch first {
+        case UInt8(ascii: "\""), UInt8(ascii: "{"), UInt8(ascii: "["): return .text
+        case UInt8(ascii: "n"): return nil
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .integer
+        default:
+            let isReal = json[value].contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+            return isReal ? .real : .integer
         }
     }
 
@@ -504,115 +518,5 @@ package struct PayloadProjection {
             i += 1
         }
         return String(decoding: out, as: UTF8.self)
-    }
-}
-
-/// A scanner of a JSON object's top-level members: each member's name and
-/// value (as byte ranges, and whether each holds escapes) and the kind of the
-/// value, read from its first bytes; nested values are skipped, not parsed.
-package enum JSONMembers {
-    /// Calls `body` for each member of the object in `bytes`; stops quietly
-    /// at anything that is not a well-formed object (the store only holds well-formed ones).
-    /// A name's range is between its quotes, a value's is its whole JSON text;
-    /// `kind` is nil for `null`, and booleans are integers.
-    package static func scan(_ bytes: UnsafeBufferPointer<UInt8>,
-                             _ body: (_ name: Range<Int>, _ nameEscaped: Bool, _ value: Range<Int>, _ valueEscaped: Bool,
-                                      _ kind: ExportColumn.Kind?) -> Void) {
-        var i = 0
-        let count = bytes.count
-        func skipSpace() {
-            while i < count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
-        }
-        /// Skips a string whose opening quote is at `i`; returns whether it held an escape.
-        func skipString() -> Bool {
-            var escaped = false
-            i += 1
-            while i < count {
-                // Eight bytes at a time while none is a quote or a backslash:
-                // a payload is mostly the text of its strings.
-                if let base = bytes.baseAddress {
-                    while i + 8 <= count {
-                        let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-                        if SWAR.hasByte(word, UInt8(ascii: "\"")) || SWAR.hasByte(word, UInt8(ascii: "\\")) { break }
-                        i += 8
-                    }
-                    guard i < count else { break }
-                }
-                switch bytes[i] {
-                case UInt8(ascii: "\\"): escaped = true; i += 2
-                case UInt8(ascii: "\""): i += 1; return escaped
-                default: i += 1
-                }
-            }
-            return escaped
-        }
-        skipSpace()
-        guard i < count, bytes[i] == UInt8(ascii: "{") else { return }
-        i += 1
-        while true {
-            skipSpace()
-            guard i < count, bytes[i] == UInt8(ascii: "\"") else { return }
-            let nameStart = i + 1
-            let nameEscaped = skipString()
-            let name = nameStart..<max(nameStart, min(i, count) - 1)
-            skipSpace()
-            guard i < count, bytes[i] == UInt8(ascii: ":") else { return }
-            i += 1
-            skipSpace()
-            guard i < count else { return }
-            let valueStart = i
-            var valueEscaped = false
-            let kind: ExportColumn.Kind?
-            switch bytes[i] {
-            case UInt8(ascii: "\""):
-                valueEscaped = skipString()
-                kind = .text
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
-                var depth = 0
-                while i < count {
-                    switch bytes[i] {
-                    case UInt8(ascii: "\""): _ = skipString(); continue
-                    case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-                    case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
-                    default: break
-                    }
-                    i += 1
-                    if depth == 0 { break }
-                }
-                kind = .text
-            case UInt8(ascii: "n"):
-                i += 4
-                kind = nil
-            case UInt8(ascii: "t"), UInt8(ascii: "f"):
-                i += bytes[i] == UInt8(ascii: "t") ? 4 : 5
-                kind = .integer
-            default:
-                var real = false
-                while i < count, bytes[i] != UInt8(ascii: ","), bytes[i] != UInt8(ascii: "}"), bytes[i] > 0x20 {
-                    if bytes[i] == UInt8(ascii: ".") || bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") { real = true }
-                    i += 1
-                }
-                kind = real ? .real : .integer
-            }
-            body(name, nameEscaped, valueStart..<min(i, count), valueEscaped, kind)
-            skipSpace()
-            guard i < count, bytes[i] == UInt8(ascii: ",") else { return }
-            i += 1
-        }
-    }
-
-    /// The text of a JSON string's contents (the bytes between its quotes)
-    /// with its escapes decoded, as ``JSONParser`` reads them.
-    package static func decodeString(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String {
-        // The quoted string in one scratch buffer, parsed in place: building it from
-        // three arrays cost more than the parse, for every escaped value of an export.
-        let decoded = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count + 2) { quoted -> String? in
-            quoted[0] = UInt8(ascii: "\"")
-            _ = UnsafeMutableBufferPointer(rebasing: quoted[1...]).initialize(from: bytes)
-            quoted[bytes.count + 1] = UInt8(ascii: "\"")
-            var decoded: [UInt8] = []
-            return JSONParser.decodeString(UnsafeBufferPointer(quoted), into: &decoded) ? String(decoding: decoded, as: UTF8.self) : nil
-        }
-        return decoded ?? String(decoding: bytes, as: UTF8.self)
     }
 }

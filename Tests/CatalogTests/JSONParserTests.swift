@@ -20,6 +20,52 @@ import Testing
         #expect(member("id", #"{"a":"unterminated"#) == nil)
     }
 
+    /// The member scanner the exports read stored rows with: each top-level
+    /// name and value text, as the full parse sees them.
+    @Test func membersAreTheTopLevelNamesAndValueTextsTheParseSees() throws {
+        struct Member: Equatable { var name: String; var value: String; var nameEscaped: Bool; var valueEscaped: Bool }
+        func members(_ text: String) -> (count: Int?, members: [Member]) {
+            var found: [Member] = []
+            let count = Array(text.utf8).withUnsafeBufferPointer { bytes in
+                JSONParser.members(ofObjectIn: bytes) { name, nameEscaped, value, valueEscaped in
+                    found.append(Member(name: JSONParser.stringContents(bytes[name]), value: String(decoding: bytes[value], as: UTF8.self),
+                                        nameEscaped: nameEscaped, valueEscaped: valueEscaped))
+                }
+            }
+            return (count, found)
+        }
+        #expect(members("{}").count == 0)
+        #expect(members("[1]").count == nil)
+        #expect(members("").count == nil)
+        let row = "\u{FEFF} {\"a\" : [1, {\"b\":\"}{,\"}] , \"c\":\"}{,\",\"d\\\"e\":\"x\\ny\",\"n\":-1.5e3,\"t\":true,\"z\":null}"
+        let scanned = members(row)
+        #expect(scanned.count == 6)
+        #expect(scanned.members == [
+            Member(name: "a", value: #"[1, {"b":"}{,"}]"#, nameEscaped: false, valueEscaped: false),
+            Member(name: "c", value: #""}{,""#, nameEscaped: false, valueEscaped: false),
+            Member(name: "d\"e", value: #""x\ny""#, nameEscaped: true, valueEscaped: true),
+            Member(name: "n", value: "-1.5e3", nameEscaped: false, valueEscaped: false),
+            Member(name: "t", value: "true", nameEscaped: false, valueEscaped: false),
+            Member(name: "z", value: "null", nameEscaped: false, valueEscaped: false),
+        ])
+        let parsed = try #require(try JSONParser.parse(row).objectValue)
+        for member in scanned.members {
+            #expect(try JSONParser.parse(member.value) == parsed[member.name], "\(member.name)")
+        }
+        // Out of place: it stops there, having told only what came before.
+        #expect(members(#"{"a":1 "b":2}"#).count == 1)
+        #expect(members(#"{"a":"unterminated"#).count == 0)
+        // Long plain strings are skipped eight bytes at a time; a quote or backslash at any offset still ends or escapes.
+        for offset in 0..<17 {
+            let text = String(repeating: "x", count: offset) + "\\\"" + String(repeating: "y", count: 9)
+            let one = members("{\"k\":\"\(text)\",\"m\":1}")
+            #expect(one.members.map(\.name) == ["k", "m"], "\(offset)")
+            #expect(one.members.first?.valueEscaped == true)
+            let decoded = Array(text.utf8).withUnsafeBufferPointer { JSONParser.stringContents($0[...]) }
+            #expect(decoded == String(repeating: "x", count: offset) + "\"" + String(repeating: "y", count: 9))
+        }
+    }
+
     @Test func parsesEveryKindOfValue() throws {
         let value = try JSONParser.parse(#"{"a":1,"b":-2.5,"c":"x\u00e9\n","d":[true,false,null],"e":{}}"#)
         #expect(value["a"] == .int(1))
