@@ -134,15 +134,15 @@ public protocol RowMemory: Sendable {
     /// a lock takes it once per batch instead of once per row.
     func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool]
 
-    /// True while the store holds nothing of the source and loads it in bulk
-    /// (its first night): no row can be held, and a decoder that can write a
+    /// True while the store holds nothing of the source and is in its first
+    /// load of it (its first night): no row can be held, and a decoder that can write a
     /// row's canonical bytes straight from what it read (``Record/shape``)
     /// should, since no stored version will be diffed field by field against it.
-    var loadsInBulk: Bool { get }
+    var isFirstLoad: Bool { get }
 }
 
 extension RowMemory {
-    public var loadsInBulk: Bool { false }
+    public var isFirstLoad: Bool { false }
 
     public func holdEach(_ rows: [(identity: RecordIdentity, rawHash: ContentHash)]) -> [Bool] {
         rows.map { holds($0.identity, rawHash: $0.rawHash) }

@@ -90,12 +90,32 @@ struct EntityWriter {
     /// in process and keeps none.
     private let cache: EntityRowCache?
 
-    init(_ db: any SQLSession, runID: Int64, logAddedValues: Bool, owns: @escaping (Sighting) -> Set<String> = { _ in [] }) throws {
+    /// Set for a first-load page (FirstLoad.swift): every entity it writes is
+    /// new, so none is looked up (on SQLite the key index is not there to look with).
+    let allNew: Bool
+
+    /// On SQLite, the entity insert and its change-log line bound through the
+    /// C API (``RawStatement``): a first load makes one of each per record,
+    /// and building `StatementArguments` for them cost as much as the inserts.
+    private let sqliteInserts: (entity: RawStatement, log: RawStatement, db: Database)?
+
+    init(_ db: any SQLSession, runID: Int64, logAddedValues: Bool, owns: @escaping (Sighting) -> Set<String> = { _ in [] },
+         allNew: Bool = false) throws {
         self.owns = owns
         self.db = db
         self.runID = runID
         self.logAddedValues = logAddedValues
+        self.allNew = allNew
         cache = db.engine == .postgres ? EntityRowCache() : nil
+        sqliteInserts = try (db as? GRDBSession).map { session in
+            (RawStatement(try session.db.cachedStatement(sql: """
+                INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
+                """)),
+             RawStatement(try session.db.cachedStatement(sql: """
+                INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, 'added', NULL, NULL, ?)
+                """)),
+             session.db)
+        }
     }
 
     private static let columns = "rowid, fields, hash, sources, parts, added_run, changed_run"
@@ -106,6 +126,7 @@ struct EntityWriter {
     }
 
     func row(_ entity: EntityKind, _ key: String) throws -> EntityRow? {
+        if allNew { return nil }
         if let cache, let known = cache.rows[EntityRowCache.Key(entity: entity, key: key)] { return known }
         let found = try db.row("SELECT \(Self.columns) FROM entities WHERE entity = ? AND key = ?",
                                [entity.rawValue, key]).map(Self.entityRow)
@@ -178,15 +199,42 @@ struct EntityWriter {
         return true
     }
 
-    private func insert(_ sighting: Sighting, entity: EntityKind, key: String, fieldsText text: String, hash: Int64,
-                        addedRun: Int64?, log: Bool) throws {
-        let rowid = try db.queueInsert(
-            into: "entities", columns: ["entity", "key", "fields", "hash", "sources", "parts", "added_run", "changed_run"],
-            values: [entity.rawValue, key, text, hash, Sighting.encode([sighting]), SQLValue.null, addedRun ?? runID, addedRun ?? runID],
-            id: "rowid")
-        remember(entity, key, EntityRow(rowid: rowid ?? 0, fieldsText: text, hash: hash, sightings: [sighting], partsText: nil,
-                                        addedRun: addedRun ?? runID, changedRun: addedRun ?? runID))
-        if log { try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil) }
+    /// Inserts the entity row `key` (its key as ``entityKey(_:_:source:)`` makes it), which must not exist.
+    func insert(_ sighting: Sighting, entity: EntityKind, key: String, fieldsText text: String, hash: Int64,
+                addedRun: Int64? = nil, log: Bool = true) throws {
+        let sources = Sighting.encode([sighting])
+        let rowid: Int64?
+        if let raw = sqliteInserts {
+            raw.entity.bind(1, entity.rawValue)
+            raw.entity.bind(2, key)
+            raw.entity.bind(3, text)
+            raw.entity.bind(4, hash)
+            raw.entity.bind(5, sources)
+            raw.entity.bind(6, addedRun ?? runID)
+            raw.entity.bind(7, addedRun ?? runID)
+            try raw.entity.execute(raw.db)
+            rowid = raw.db.lastInsertedRowID
+        } else {
+            rowid = try db.queueInsert(
+                into: "entities", columns: ["entity", "key", "fields", "hash", "sources", "parts", "added_run", "changed_run"],
+                values: [entity.rawValue, key, text, hash, sources, SQLValue.null, addedRun ?? runID, addedRun ?? runID],
+                id: "rowid")
+        }
+        if cache != nil {
+            remember(entity, key, EntityRow(rowid: rowid ?? 0, fieldsText: text, hash: hash, sightings: [sighting], partsText: nil,
+                                            addedRun: addedRun ?? runID, changedRun: addedRun ?? runID))
+        }
+        guard log else { return }
+        if let raw = sqliteInserts {
+            raw.log.bind(1, runID)
+            raw.log.bind(2, sighting.source)
+            raw.log.bind(3, entity.rawValue)
+            raw.log.bind(4, key)
+            raw.log.bind(5, logAddedValues ? text : nil)
+            try raw.log.execute(raw.db)
+        } else {
+            try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil)
+        }
     }
 
     /// A sighting ended (its source removed the record). Returns the

@@ -56,8 +56,10 @@ package final class SQLSnapshotStore: SnapshotStore {
     let fences = Mutex<[String: Fence]>([:])
     /// Set when a write was refused because its claim was gone.
     let fenceLost = Mutex<StoreSyncError?>(nil)
-    /// Set while a first load into the empty store runs (``beginBulkLoad()``).
+    /// Set while a first load into the empty store runs (``beginFirstLoad()``).
     let firstLoad = Mutex<FirstLoadState?>(nil)
+    /// How many pages this store wrote in the first-load mode (a test reads it).
+    package let firstLoadPages = Atomic<Int>(0)
     /// How many records this store mapped by parsing their payload text
     /// again, rather than from the fields their decoder produced: zero on a
     /// night's data path (decode once). A test reads it; records replayed
@@ -484,9 +486,9 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// unchanged rows by their bytes. Safe to use while pages are applied.
     package func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
         let index = try wrap { try engine.read { db in try digestIndex(db, source: source) } }
-        // The first load's source, or the first to come (``applyFirstLoad(_:)`` takes the first to apply a page).
-        let inBulk = firstLoad.withLock { state in state.map { $0.source == nil || $0.source == source } ?? false }
-        return StoredRowMemory(index: index, loadsInBulk: inBulk)
+        // The first load's source, or the first to come (``mayLoad(_:)`` takes the first to apply a page).
+        let loading = firstLoad.withLock { state in state.map { $0.source == nil || $0.source == source } ?? false }
+        return StoredRowMemory(index: index, isFirstLoad: loading)
     }
 
     /// Whether every row recognised by a decoder is still stored from those
@@ -521,14 +523,6 @@ package final class SQLSnapshotStore: SnapshotStore {
                   alongside: (@Sendable (any SQLSession) throws -> Void)? = nil) async throws(StoreSyncError) -> [PageResult] {
         guard let source = pages.first?.source else { return [] }
         precondition(pages.allSatisfy { $0.source == source }, "a batch of pages is of one source")
-        // A first load writes its pages on its own path, one transaction each, until a page is not all new.
-        var loaded: [PageResult] = []
-        for page in pages {
-            guard let result = try await applyFirstLoad(page) else { break }
-            loaded.append(result)
-        }
-        let pages = Array(pages.dropFirst(loaded.count))
-        guard !pages.isEmpty else { return loaded }
         var prepared: [@Sendable (any SQLSession, inout BatchWrites) throws -> PageResult] = []
         for page in pages { prepared.append(try prepare(page)) }
         let steps = prepared
@@ -565,7 +559,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                 state.bySource[source, default: [:]].merge(written.starts) { first, _ in first }
             }
         }
-        return loaded + results
+        return results
     }
 
     /// What a record held when `runID` began, if the run changed it in a committed batch.
@@ -603,32 +597,38 @@ package final class SQLSnapshotStore: SnapshotStore {
 
     /// What ``apply(_:)`` does before its transaction (marking the page's keys
     /// seen, mapping the records it will write), and the step that writes the
-    /// page within it.
+    /// page within it. A page of a first load that is new throughout is
+    /// written in that mode (FirstLoad.swift): nothing looked up, every record
+    /// and entity inserted.
     private func prepare(_ page: PageInput) throws(StoreSyncError)
         -> @Sendable (any SQLSession, inout BatchWrites) throws -> PageResult {
+        let index = try wrap { try engine.read { db in try digestIndex(db, source: page.source) } }
+        let mapping = mapping(for: page.source)
+        let loading = try firstLoadPage(page, mapping)
         // Dedup against what this run already saw; content that differs from a
         // sighting earlier in the run (drift) still goes through, the last
         // version sighted being the record, counted against the run's start.
         // The page's keys are marked seen here, one probe each: a key met
         // before, on an earlier page or earlier on this one, is a repeat. Should
         // the page then fail, its keys stay marked, which can only keep a record
-        // from removal (they were sighted), never remove one.
-        let index = try wrap { try engine.read { db in try digestIndex(db, source: page.source) } }
-        let (repeatedRow, repeatedUnchanged, repeatedRaw) = seen.withLock { sets in
-            // Removed while in use: an update in place, never a copy of the set.
-            var seenKeys = (sets.removeValue(forKey: page.source) ?? SeenKeys(index: index)).rebased(onto: index)
-            defer { sets[page.source] = seenKeys }
-            return (seenKeys.insert(page.records.map(\.identity)).map(!),
-                    seenKeys.insert(page.unchangedKeys).map(!),
-                    seenKeys.insert(page.rawUnchanged).map(!))
-        }
+        // from removal (they were sighted), never remove one. A first-load page
+        // claimed its keys, every one new.
+        let (repeatedRow, repeatedUnchanged, repeatedRaw) = loading != nil
+            ? ([Bool](repeating: false, count: page.records.count), [Bool](), [Bool]())
+            : seen.withLock { sets in
+                // Removed while in use: an update in place, never a copy of the set.
+                var seenKeys = (sets.removeValue(forKey: page.source) ?? SeenKeys(index: index)).rebased(onto: index)
+                defer { sets[page.source] = seenKeys }
+                return (seenKeys.insert(page.records.map(\.identity)).map(!),
+                        seenKeys.insert(page.unchangedKeys).map(!),
+                        seenKeys.insert(page.rawUnchanged).map(!))
+            }
         let (records, repeatedRecord, superseded) = Self.lastOfEachKey(page.records, repeated: repeatedRow)
-        let mapping = mapping(for: page.source)
         let logAddedValues = baselineRun.withLock { $0 } != page.runID
         // Records the diff will write are parsed and mapped before the write
         // transaction, on every core: the single writer only writes.
-        let preStored = index.lookup(records.lazy.map(\.identity))
-        let mapped: [MappedRecord?] = ParallelChunks.map(records.count) { range in
+        let preStored = loading != nil ? [StoredDigest?](repeating: nil, count: records.count) : index.lookup(records.lazy.map(\.identity))
+        let mapped: [MappedRecord?] = loading?.map(\.mapped) ?? ParallelChunks.map(records.count) { range in
             range.map { position -> MappedRecord? in
                 if let stored = preStored[position], stored.hash == records[position].hash.sqliteValue { return nil }
                 return MappedRecord(records[position], mapping, parses: payloadParses)
@@ -641,25 +641,37 @@ package final class SQLSnapshotStore: SnapshotStore {
             let insertSQL = "INSERT INTO records (\(Self.recordColumns.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             // SQLite's insert goes through its C API (``RawStatement``): an added record's cost is mostly this.
             let sqliteInsert = try (db as? GRDBSession).map { RawStatement(try $0.db.cachedStatement(sql: insertSQL)) }
-            let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership)
+            let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership,
+                                            allNew: loading != nil)
             var registry: FieldRegistryWriter?
-            func merge(_ record: Catalog.Record, _ mappedRecord: MappedRecord) throws {
+            func merge(_ record: Catalog.Record, _ mappedRecord: MappedRecord, at position: Int) throws {
                 let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
                 if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
-                if let shape = mappedRecord.wire,
-                   try entities.insertNew(sighting, key: record.key, entity: record.entity, fieldsText: record.payload,
-                                          hash: record.hash.sqliteValue) {
-                    try registry!.note(record.entity, shape: shape, order: record.fieldOrder)
-                    return
+                func note(_ mapped: MappedRecord) throws {
+                    if let shape = mapped.wire {
+                        try registry!.note(record.entity, shape: shape, order: record.fieldOrder)
+                    } else {
+                        try registry!.note(record.entity, mapped.fields, order: record.fieldOrder)
+                    }
                 }
-                // An entity row to merge into needs the fields themselves.
-                let full = mappedRecord.wire == nil ? mappedRecord : MappedRecord.decoded(record, mapping, parses: payloadParses)
-                try entities.upsert(sighting, key: record.key, canonical: full.canonical)
-                try registry!.note(record.entity, full.fields, order: record.fieldOrder)
+                if let row = loading?[position] {
+                    try entities.insert(sighting, entity: row.entity, key: row.entityKey, fieldsText: row.canonicalText,
+                                        hash: row.canonicalHash)
+                    try note(mappedRecord)
+                } else if let shape = mappedRecord.wire,
+                          try entities.insertNew(sighting, key: record.key, entity: record.entity, fieldsText: record.payload,
+                                                 hash: record.hash.sqliteValue) {
+                    try note(mappedRecord)
+                } else {
+                    // An entity row to merge into needs the fields themselves.
+                    let full = mappedRecord.wire == nil ? mappedRecord : MappedRecord.decoded(record, mapping, parses: payloadParses)
+                    try entities.upsert(sighting, key: record.key, canonical: full.canonical)
+                    try note(full)
+                }
             }
-            let stored = index.lookup(records.lazy.map(\.identity))
+            let stored = loading != nil ? preStored : index.lookup(records.lazy.map(\.identity))
             // The entities this page will merge into, read at once (PostgreSQL: one query, not one per record).
-            if db.engine == .postgres {
+            if db.engine == .postgres, loading == nil {
                 var merging: [(entity: EntityKind, key: String)] = []
                 for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
                     if let current = written.digests[record.identity] ?? storedDigest, current.hash == record.hash.sqliteValue { continue }
@@ -704,7 +716,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                                      page.runID, page.runID, digest.rawHash], id: "rowid") ?? 0
                     }
                     result.recordRowsWritten += 1
-                    try merge(record, mappedRecord)
+                    try merge(record, mappedRecord, at: position)
                     written.digests[record.identity] = digest
                     result.added += 1
                     continue
@@ -742,7 +754,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                                    [digest.hash, Self.storedPayload(record, mappedRecord), page.scope, page.runID, digest.rawHash])
                 result.recordRowsWritten += 1
                 written.digests[record.identity] = digest
-                try merge(record, mappedRecord)
+                try merge(record, mappedRecord, at: position)
             }
             for (identity, repeated) in zip(page.rawUnchanged, repeatedRaw) {
                 list(identity.entity, identity.key)
@@ -755,6 +767,40 @@ package final class SQLSnapshotStore: SnapshotStore {
             }
             try Self.recordPage(db, page, keyList: keyList, result: result)
             return result
+        }
+    }
+
+    /// The page's bookkeeping beside its records, as ``apply(_:)`` writes it:
+    /// its memo and key list, the scope's checkpoint and the source's counters.
+    static func recordPage(_ db: any SQLSession, _ page: PageInput, keyList: String, result: PageResult) throws {
+        if let memo = page.memo {
+            try db.execute("""
+                INSERT INTO page_memos (source, scope, page, url, etag, last_modified, body_hash, row_count, has_next, keys)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (source, scope, page) DO UPDATE SET url = excluded.url, etag = excluded.etag,
+                    last_modified = excluded.last_modified, body_hash = excluded.body_hash, row_count = excluded.row_count,
+                    has_next = excluded.has_next, keys = excluded.keys
+                """, [page.source, page.scope, page.page, memo.url, memo.etag, memo.lastModified,
+                                 memo.bodyHash.sqliteValue, memo.rowCount, memo.hasNext, keyList])
+        }
+        try db.execute("""
+            INSERT INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (run_id, source, scope, page) DO UPDATE SET keys = excluded.keys
+            """,
+                       [page.runID, page.source, page.scope, page.page, keyList])
+        try db.execute("""
+            INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
+                state = excluded.state, error = NULL, error_code = NULL, error_url = NULL
+            """, [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
+        try addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
+                      added: result.added, changed: result.changed, unchanged: result.unchanged,
+                      removed: 0, skipped: page.skippedRows, seconds: page.seconds,
+                      recordWrites: result.recordRowsWritten)
+        if page.driftRows > 0 || result.unread > 0 {
+            try db.execute("""
+                UPDATE run_sources SET drift = drift + ?, unchanged_pages = unchanged_pages + ? WHERE run_id = ? AND source = ?
+                """, [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
         }
     }
 

@@ -3,12 +3,12 @@ import GRDB
 /// The snapshot's schema. Migrations only ever append: a store written by an
 /// older storesync opens in a newer one.
 enum Schema {
-    /// The records' key index (migration v9). A bulk load drops it and builds
-    /// it again at the end (``SnapshotStore/beginBulkLoad()``); opening a
-    /// store builds it if a killed bulk load left it missing.
+    /// The records' key index (migration v9). A first load drops it and builds
+    /// it again at the end (``SnapshotStore/beginFirstLoad()``); opening a
+    /// store builds it if a killed first load left it missing.
     static let keyIndex = "CREATE INDEX IF NOT EXISTS records_by_key ON records(source, entity, key, hash, raw_hash, scope)"
 
-    /// The entities' key index (migration v10), which a bulk load drops and
+    /// The entities' key index (migration v10), which a first load drops and
     /// builds again like ``keyIndex``.
     static let entityKeyIndex = "CREATE UNIQUE INDEX IF NOT EXISTS entities_by_key ON entities(entity, key)"
 

@@ -120,12 +120,13 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// end at once, and its checkpoint goes.
     func retireScope(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> RemovalResult
 
-    /// Prepares a first load into an empty store (a backend may drop indexes
-    /// to build them once at the end). Returns whether it did.
-    func beginBulkLoad() throws(StoreSyncError) -> Bool
+    /// Enters the writer's first-load mode if the store is empty: pages new
+    /// throughout are then written with no lookup per record (a backend may
+    /// drop indexes to build them once at the end). Returns whether it did.
+    func beginFirstLoad() throws(StoreSyncError) -> Bool
 
-    /// Ends what ``beginBulkLoad()`` began.
-    func endBulkLoad() throws(StoreSyncError)
+    /// Ends what ``beginFirstLoad()`` began.
+    func endFirstLoad() throws(StoreSyncError)
 
     // MARK: Retention
 

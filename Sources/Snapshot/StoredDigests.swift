@@ -25,7 +25,7 @@ struct StoredDigest: Sendable {
     }
 
     /// The record's row: the store reads, rewrites and deletes it by rowid,
-    /// so diffing needs no key index (see ``SnapshotStore/beginBulkLoad()``).
+    /// so diffing needs no key index (see ``SnapshotStore/beginFirstLoad()``).
     /// SQLite rowids are below 2^62, so the shift loses nothing.
     var rowid: Int64 {
         get { rowidAndFlag >> 1 }
@@ -172,7 +172,7 @@ final class DigestIndex: Sendable {
 /// store's digest index.
 struct StoredRowMemory: RowMemory {
     let index: DigestIndex
-    var loadsInBulk = false
+    var isFirstLoad = false
 
     func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool {
         index.holds(identity, rawHash: rawHash)

@@ -637,8 +637,8 @@ public struct Runner: Sendable {
             breakers: HostCircuitBreakers(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
             concurrency: job.http.concurrency, progress: progress, deadline: deadline, stop: stop)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
-        // The first load of an empty snapshot builds its key index once at the end.
-        let bulkLoad = (try? store.beginBulkLoad()) ?? false
+        // The first load of an empty snapshot writes without lookups and builds its key indexes once at the end.
+        let firstLoad = (try? store.beginFirstLoad()) ?? false
         var result: SourceCrawler.Result
         var fleetEarly: SourceCrawler.Result?
         if let dealer {
@@ -648,9 +648,9 @@ public struct Runner: Sendable {
         } else {
             result = await crawler.crawl(scopes)
         }
-        if bulkLoad {
+        if firstLoad {
             do {
-                try store.endBulkLoad()
+                try store.endFirstLoad()
             } catch {
                 result.errors.append(RunProblem(error, source: source.name))
             }

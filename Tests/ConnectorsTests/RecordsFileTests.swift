@@ -71,10 +71,10 @@ private struct FixedRowMemory: RowMemory {
     func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool { rows[identity] == rawHash }
 }
 
-/// A store that holds nothing of the source and loads it in bulk.
-private struct BulkLoadMemory: RowMemory {
+/// A store that holds nothing of the source and is in its first load of it.
+private struct FirstLoadMemory: RowMemory {
     func holds(_ identity: RecordIdentity, rawHash: ContentHash) -> Bool { false }
-    var loadsInBulk: Bool { true }
+    var isFirstLoad: Bool { true }
 }
 
 @Suite struct RecordsFileJSONLinesTests {
@@ -89,7 +89,7 @@ private struct BulkLoadMemory: RowMemory {
         let scope = try makeScope(RecordsFileSettings(path: file.path))
         let decodeRemembering = try #require(scope.decodeRemembering)
         let (response, full) = try readPage(scope, 0)
-        let page = try decodeRemembering(response, BulkLoadMemory())
+        let page = try decodeRemembering(response, FirstLoadMemory())
         #expect(page.items == full.items)
         #expect(page.items.prefix(40).allSatisfy { $0.shape != nil && !$0.carriesDecodedFields })
         #expect(page.items.suffix(2).allSatisfy { $0.shape == nil && $0.carriesDecodedFields })
@@ -120,7 +120,7 @@ private struct BulkLoadMemory: RowMemory {
                 return "error: \(error)"
             }
         }
-        #expect(outcome { try decodeRemembering(response, BulkLoadMemory()) } == outcome { try scope.decode(response) })
+        #expect(outcome { try decodeRemembering(response, FirstLoadMemory()) } == outcome { try scope.decode(response) })
     }
 
     @Test func rowsHeldByteForByteAreNotDecodedAndTheRestCarryTheirRawHash() throws {

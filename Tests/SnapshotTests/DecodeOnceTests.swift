@@ -27,12 +27,12 @@ import TestSupport
     }
 
     /// Night 1 (a first load of 600 rows and 20 podcasts, then a page that
-    /// leaves the first-load path) and night 2 (changed, added and unchanged
+    /// leaves the first-load mode) and night 2 (changed, added and unchanged
     /// rows through the diff), with `transform` applied to every record.
     func twoNights(_ name: String, _ transform: (Catalog.Record) -> Catalog.Record) async throws -> SQLSnapshotStore {
         let store = try SQLSnapshotStore(path: files.path(name))
         let night1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
-        #expect(try store.beginBulkLoad())
+        #expect(try store.beginFirstLoad())
         let pages1: [[Catalog.Record]] = [(1...600).map { row($0) } + (1...20).map { podcast($0) },
                                           [row(7, name: "Again")] + (601...650).map { row($0) }]
         for (index, records) in pages1.enumerated() {
@@ -40,7 +40,7 @@ import TestSupport
             page.completesScope = index == pages1.count - 1
             _ = try await store.apply(page)
         }
-        try store.endBulkLoad()
+        try store.endFirstLoad()
         try store.finishRun(night1.id, status: .ok, message: nil, at: Date(timeIntervalSince1970: 60), exportsFollow: false)
         let night2 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 86_400), simulated: false)
         var records = (1...650).map { $0 % 10 == 0 ? row($0, name: "Changed") : row($0) }

@@ -5,9 +5,9 @@ import Snapshot
 import Testing
 import TestSupport
 
-/// A first load into an empty store takes its own path (no lookups, the
-/// entities' key index built at the end): what it leaves must be exactly
-/// what the night's diff leaves for the same pages.
+/// A first load into an empty store is a mode of the one writer (no lookups,
+/// on SQLite the key indexes built at the end): what it leaves must be
+/// exactly what the night's diff leaves for the same pages.
 @Suite struct FirstLoadTests {
     let files = StoreFiles("first-load")
 
@@ -37,7 +37,7 @@ import TestSupport
 
     /// Pages of a night-1 load: two all-new pages (large enough to be mapped
     /// on every core), a page that meets a key of the first page again (the
-    /// first-load path ends there), and one more new page after it.
+    /// first-load mode ends there), and one more new page after it.
     func pages(_ run: RunInfo) -> [PageInput] {
         let batches: [[Catalog.Record]] = [
             (1...700).map { row($0) } + (1...20).map { podcast($0) },
@@ -73,9 +73,9 @@ import TestSupport
         for (name, bulk) in [("diffed", false), ("loaded", true)] {
             let store = try SQLSnapshotStore(path: files.path(name))
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
-            if bulk { #expect(try store.beginBulkLoad()) }
+            if bulk { #expect(try store.beginFirstLoad()) }
             for page in pages(run) { results[name, default: []].append(try await store.apply(page)) }
-            if bulk { try store.endBulkLoad() }
+            if bulk { try store.endFirstLoad() }
         }
         #expect(results["loaded"] == results["diffed"])
         #expect(results["loaded"]?.map(\.added) == [720, 700, 50, 51])
@@ -91,30 +91,58 @@ import TestSupport
         #expect(try files.read("loaded") { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
     }
 
-    /// The first-load path runs without the entities' key index; a page that
+    /// The first load is a mode of the one writer on both engines: the pages
+    /// it takes (all new) leave every table as the diff leaves them, and it
+    /// ends at the first page that is not all new.
+    @Test(arguments: StoreEngine.tested)
+    func aFirstLoadIsTheDiffsModeOnEveryEngine(_ engine: StoreEngine) async throws {
+        var tables: [Bool: [String: [String]]] = [:]
+        for firstLoad in [false, true] {
+            let store = try engine.makeStore().store
+            let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
+            #expect(try store.beginFirstLoad() == true)
+            if !firstLoad { try store.endFirstLoad() }
+            for page in pages(run) { _ = try await store.apply(page) }
+            if firstLoad { try store.endFirstLoad() }
+            #expect(store.firstLoadPages.load(ordering: .relaxed) == (firstLoad ? 2 : 0), "pages 1 and 2 are all new; 3 meets a key again")
+            tables[firstLoad] = try store.allTables()
+        }
+        let loaded = try #require(tables[true]), diffed = try #require(tables[false])
+        #expect(loaded.keys.sorted() == diffed.keys.sorted())
+        for (table, rows) in diffed.sorted(by: { $0.key < $1.key }) {
+            let other = loaded[table] ?? []
+            #expect(other.count == rows.count, "\(table): \(other.count) rows loaded, \(rows.count) diffed")
+            if let (a, b) = zip(other, rows).first(where: { $0 != $1 }) {
+                Issue.record("\(table), first row that differs:\n first load: \(a)\n       diff: \(b)")
+            }
+        }
+        #expect(loaded["entities"]?.count == 1_521)
+    }
+
+    /// The first-load mode runs without the entities' key index; a page that
     /// is not all new builds it there and then, and a load killed before its
     /// end finds it built again when the store reopens.
     @Test func theEntitiesKeyIndexIsMissingOnlyWhileAFirstLoadHolds() async throws {
         var store: SQLSnapshotStore? = try SQLSnapshotStore(path: files.path("killed"))
         let run = try store!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
-        #expect(try store!.beginBulkLoad())
+        #expect(try store!.beginFirstLoad())
         let pages = pages(run)
         _ = try await store!.apply(pages[0])
         #expect(try !indexExists("killed", "entities_by_key"), "a first load keeps no key index of scattered keys")
         _ = try await store!.apply(pages[2])
-        #expect(try indexExists("killed", "entities_by_key"), "a key met again ends the first-load path")
+        #expect(try indexExists("killed", "entities_by_key"), "a key met again ends the first-load mode")
 
         store = nil
         var other: SQLSnapshotStore? = try SQLSnapshotStore(path: files.path("killed-early"))
         let otherRun = try other!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
-        #expect(try other!.beginBulkLoad())
+        #expect(try other!.beginFirstLoad())
         _ = try await other!.apply(pages[0].with(runID: otherRun.id))
         #expect(try !indexExists("killed-early", "entities_by_key"))
         other = nil
         // Killed here: the next open builds the indexes again, and the store is no longer empty.
         let reopened = try SQLSnapshotStore(path: files.path("killed-early"))
         #expect(try indexExists("killed-early", "entities_by_key"))
-        #expect(try !reopened.beginBulkLoad())
+        #expect(try !reopened.beginFirstLoad())
         #expect(try files.read("killed-early") { try Int.fetchOne($0, sql: "SELECT count(*) FROM entities") } == 720)
     }
 }

@@ -342,7 +342,7 @@ import TestSupport
     /// A first load runs without the key index and builds it at the end; a
     /// load killed in between finds it built again when the store reopens.
     /// SQLite only: the index dropped is the file's (PostgreSQL loads with its index).
-    @Test func aBulkLoadDropsTheKeyIndexOnlyOnAnEmptyStoreAndItAlwaysComesBack() async throws {
+    @Test func aFirstLoadDropsTheKeyIndexOnlyOnAnEmptyStoreAndItAlwaysComesBack() async throws {
         func keyIndexExists(_ store: SQLSnapshotStore) throws -> Bool {
             try database().read { db in
                 try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'records_by_key')") ?? false
@@ -350,7 +350,7 @@ import TestSupport
         }
         var store: SQLSnapshotStore? = try SQLSnapshotStore(path: path)
         let run = try store!.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
-        #expect(try store!.beginBulkLoad())
+        #expect(try store!.beginFirstLoad())
         #expect(try !keyIndexExists(store!))
         let first = try await store!.apply(page(run, (1...30).map { podcast($0) }))
         let second = try await store!.apply(page(run, [podcast(3, name: "Renamed")], page: 1))
@@ -360,7 +360,7 @@ import TestSupport
         store = nil
         let reopened = try SQLSnapshotStore(path: path)
         #expect(try keyIndexExists(reopened))
-        #expect(try !reopened.beginBulkLoad(), "the store is no longer empty")
+        #expect(try !reopened.beginFirstLoad(), "the store is no longer empty")
         #expect(try keyIndexExists(reopened))
         #expect(try reopened.records(source: "src").count == 30)
     }

@@ -371,11 +371,11 @@ enum JSONLinesDecoder {
                 number += 1
                 start = end + 1
             }
-            let inBulk = memory?.loadsInBulk == true
+            let firstLoad = memory?.isFirstLoad == true
             let chunks = ParallelChunks.map(lines.count) { range in
                 var chunk = RowChunk()
                 chunk.records.reserveCapacity(range.count)
-                if inBulk {
+                if firstLoad {
                     decodeCanonical(buffer, lines[range], settings: settings, into: &chunk)
                     return chunk
                 }
