@@ -107,6 +107,15 @@ extension SQLSnapshotStore {
         firstLoad.withLock { $0 = nil }
         guard sqlite != nil else { return }
         try wrap {
+            // The sorts run with an 8 MiB cache, not the writer's 32: SQLite sizes a
+            // sort's in-memory runs by the cache, and the cache filled by the load
+            // plus 32 MiB runs were the load's peak of memory (1M records: +32 MB
+            // over the rest of the load, in the last seconds).
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA shrink_memory")
+                try db.execute(sql: "PRAGMA cache_size = -8192")
+            }
+            defer { try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size = \(Self.writerCacheSize)") } }
             try pool.write { db in
                 try db.execute(sql: Schema.keyIndex)
                 try db.execute(sql: Schema.entityKeyIndex)

@@ -58,6 +58,8 @@ package final class SQLSnapshotStore: SnapshotStore {
     let fenceLost = Mutex<StoreSyncError?>(nil)
     /// Set while a first load into the empty store runs (``beginFirstLoad()``).
     let firstLoad = Mutex<FirstLoadState?>(nil)
+    /// The writer's page cache (`PRAGMA cache_size`, negative: KiB).
+    static let writerCacheSize = -32_768
     /// How many pages this store wrote in the first-load mode (a test reads it).
     package let firstLoadPages = Atomic<Int>(0)
     /// How many records this store mapped by parsing their payload text
@@ -113,7 +115,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                 // Readers scan (digests, exports) and keep the default: a reader per
                 // pool slot with a large cache would cost memory for nothing.
                 if !db.configuration.readonly {
-                    try db.execute(sql: "PRAGMA cache_size = -32768")
+                    try db.execute(sql: "PRAGMA cache_size = \(Self.writerCacheSize)")
                 }
             }
             pool = try DatabasePool(path: path, configuration: configuration)

@@ -19,6 +19,12 @@ enum ExitStatus: Int32 {
 
 @main
 struct StoreSync: AsyncParsableCommand {
+    /// Sets up the allocator before the run's threads allocate (``MallocArenas``), then parses and runs.
+    static func main() async {
+        MallocArenas.limit()
+        await main(nil)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "storesync",
         abstract: "Crawl the iTunes Store and a marketplace, store only what changed, and export it.",
