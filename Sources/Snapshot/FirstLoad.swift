@@ -13,10 +13,10 @@ import Synchronization
 /// ``SQLSnapshotStore/endFirstLoad()``.
 ///
 /// On SQLite the key indexes of records and entities are dropped for the load
-/// and built once, sorted, at its end: each page is its own transaction (a
-/// kill loses at most a page), and scattered keys land on most leaves of a
-/// key index, so at 1M records every commit rewrote tens of MB of index pages
-/// into the WAL. The store never needs the indexes while loading (it diffs
+/// and built once, sorted, at its end: pages commit as the diff's do (a kill
+/// loses at most the batch being written), and scattered keys land on most
+/// leaves of a key index, so at 1M records every commit rewrote tens of MB of
+/// index pages into the WAL. The store never needs the indexes while loading (it diffs
 /// against its digest index, rewrites rows by rowid, and knows which entities
 /// it wrote). Without the entities' index a row cannot be looked up by key,
 /// so the load keeps the 64-bit hashes of the entity keys it wrote: a key not

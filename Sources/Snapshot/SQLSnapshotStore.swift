@@ -660,7 +660,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                     try entities.insert(sighting, entity: row.entity, key: row.entityKey, fieldsText: row.canonicalText,
                                         hash: row.canonicalHash)
                     try note(mappedRecord)
-                } else if let shape = mappedRecord.wire,
+                } else if mappedRecord.wire != nil,
                           try entities.insertNew(sighting, key: record.key, entity: record.entity, fieldsText: record.payload,
                                                  hash: record.hash.sqliteValue) {
                     try note(mappedRecord)
