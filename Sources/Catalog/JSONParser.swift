@@ -146,8 +146,7 @@ package enum JSONParser {
         init(buffer: UnsafeBufferPointer<UInt8>) { self.buffer = buffer }
 
         mutating func parseDocument() throws(JSONSyntaxError) -> JSONValue {
-            if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { index = 3 }
-            skipWhitespace()
+            skipLeadingBOMAndWhitespace()
             if index >= buffer.count { throw error("empty document") }
             let value = try parseValue()
             skipWhitespace()
@@ -165,6 +164,12 @@ package enum JSONParser {
                 i += 1
             }
             return JSONSyntaxError(message: message, offset: index, line: line, column: index - lineStart + 1)
+        }
+
+        /// Moves past a UTF-8 byte order mark at the document's start, then whitespace.
+        mutating func skipLeadingBOMAndWhitespace() {
+            if index == 0, buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { index = 3 }
+            skipWhitespace()
         }
 
         mutating func skipWhitespace() {
@@ -385,8 +390,7 @@ package enum JSONParser {
 
         /// Moves past a BOM, whitespace and the `{` of the object the buffer holds; false when it holds none.
         mutating func enterObject() -> Bool {
-            if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { index = 3 }
-            skipWhitespace()
+            skipLeadingBOMAndWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return false }
             index += 1
             return true
@@ -485,8 +489,7 @@ package enum JSONParser {
         // MARK: Canonical bytes, no values built
 
         mutating func canonicalDocument(keyField: [UInt8], scratch: inout CanonicalScratch) -> CanonicalObject? {
-            if buffer.count >= 3, buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF { index = 3 }
-            skipWhitespace()
+            skipLeadingBOMAndWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return nil }
             var out: [UInt8] = []
             out.reserveCapacity(buffer.count)

@@ -94,8 +94,8 @@ struct EntityWriter {
     /// new, so none is looked up (on SQLite the key index is not there to look with).
     let allNew: Bool
 
-    /// On SQLite, the entity insert and its change-log line bound through the
-    /// C API (``RawStatement``): a first load makes one of each per record,
+    /// On SQLite, the entity insert and the change log's insert bound through
+    /// the C API (``RawStatement``): a first load makes one of each per record,
     /// and building `StatementArguments` for them cost as much as the inserts.
     private let sqliteInserts: (entity: RawStatement, log: RawStatement, db: Database)?
 
@@ -112,7 +112,7 @@ struct EntityWriter {
                 INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
                 """)),
              RawStatement(try session.db.cachedStatement(sql: """
-                INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, 'added', NULL, NULL, ?)
+                INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)),
              session.db)
         }
@@ -164,8 +164,20 @@ struct EntityWriter {
 
     func log(_ source: String, _ entity: EntityKind, _ key: String, _ op: String,
              field: String? = nil, before: String? = nil, after: String? = nil) throws {
-        try db.queueInsert(into: "changes", columns: ["run_id", "source", "entity", "key", "op", "field", "before", "after"],
-                           values: [runID, source, entity.rawValue, key, op, field, before, after], id: "id")
+        guard let raw = sqliteInserts else {
+            try db.queueInsert(into: "changes", columns: ["run_id", "source", "entity", "key", "op", "field", "before", "after"],
+                               values: [runID, source, entity.rawValue, key, op, field, before, after], id: "id")
+            return
+        }
+        raw.log.bind(1, runID)
+        raw.log.bind(2, source)
+        raw.log.bind(3, entity.rawValue)
+        raw.log.bind(4, key)
+        raw.log.bind(5, op)
+        raw.log.bind(6, field)
+        raw.log.bind(7, before)
+        raw.log.bind(8, after)
+        try raw.log.execute(raw.db)
     }
 
     /// A sighting was added or its record changed: merge its canonical fields in.
@@ -224,17 +236,7 @@ struct EntityWriter {
             remember(entity, key, EntityRow(rowid: rowid ?? 0, fieldsText: text, hash: hash, sightings: [sighting], partsText: nil,
                                             addedRun: addedRun ?? runID, changedRun: addedRun ?? runID))
         }
-        guard log else { return }
-        if let raw = sqliteInserts {
-            raw.log.bind(1, runID)
-            raw.log.bind(2, sighting.source)
-            raw.log.bind(3, entity.rawValue)
-            raw.log.bind(4, key)
-            raw.log.bind(5, logAddedValues ? text : nil)
-            try raw.log.execute(raw.db)
-        } else {
-            try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil)
-        }
+        if log { try self.log(sighting.source, entity, key, "added", after: logAddedValues ? text : nil) }
     }
 
     /// A sighting ended (its source removed the record). Returns the

@@ -448,9 +448,7 @@ package struct PayloadProjection {
         case UInt8(ascii: "f"): return .integer(0)
         case UInt8(ascii: "n"): return .null
         default:
-            if json.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }) {
-                return real(json)
-            }
+            if isRealToken(json[...]) { return real(json) }
             return integer(json)
         }
     }
@@ -464,9 +462,13 @@ package struct PayloadProjection {
         case UInt8(ascii: "n"): return nil
         case UInt8(ascii: "t"), UInt8(ascii: "f"): return .integer
         default:
-            let isReal = json[value].contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
-            return isReal ? .real : .integer
+            return isRealToken(json[value]) ? .real : .integer
         }
+    }
+
+    /// Whether a number token has a fraction or an exponent (SQLite's json_extract reads it as a real).
+    static func isRealToken(_ token: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        token.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
     }
 
     /// An integer token as SQLite reads it: beyond 64 bits it is a real

@@ -54,6 +54,9 @@ struct FirstLoadRow: Sendable {
 }
 
 extension SQLSnapshotStore {
+    /// True when the store holds no record and no entity: the only store a first load may enter.
+    static let storeIsEmpty = "SELECT NOT EXISTS (SELECT 1 FROM records) AND NOT EXISTS (SELECT 1 FROM entities)"
+
     /// Enters the first-load mode if the store holds no record and no entity
     /// (see ``FirstLoadState``). Returns whether it did.
     ///
@@ -67,7 +70,7 @@ extension SQLSnapshotStore {
         guard sqlite != nil else {
             let empty = try wrap {
                 try engine.read { db in
-                    try db.value("SELECT NOT EXISTS (SELECT 1 FROM records) AND NOT EXISTS (SELECT 1 FROM entities)", as: Bool.self)
+                    try db.value(Self.storeIsEmpty, as: Bool.self)
                 }
             }
             if empty == true { firstLoad.withLock { $0 = FirstLoadState() } }
@@ -79,9 +82,7 @@ extension SQLSnapshotStore {
         do {
             began = try wrap {
                 try pool.write { db in
-                    guard try Bool.fetchOne(db, sql: """
-                        SELECT NOT EXISTS (SELECT 1 FROM records) AND NOT EXISTS (SELECT 1 FROM entities)
-                        """) == true else { return false }
+                    guard try Bool.fetchOne(db, sql: Self.storeIsEmpty) == true else { return false }
                     try db.execute(sql: "DROP INDEX IF EXISTS records_by_key")
                     try db.execute(sql: "DROP INDEX IF EXISTS entities_by_key")
                     return true
