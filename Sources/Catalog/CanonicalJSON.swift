@@ -29,6 +29,25 @@ package enum CanonicalJSON {
         return out
     }
 
+    /// The canonical encoding of an object whose members come in canonical
+    /// order already (a mapping that writes fixed names in that order), so
+    /// nothing is sorted; each name once.
+    package static func encodeMembers(_ members: [(name: String, value: JSONValue)]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(512)
+        for (n, member) in members.enumerated() {
+            if n > 0 {
+                assert(utf8Precedes(members[n - 1].name, member.name), "members out of canonical order")
+                out.append(UInt8(ascii: ","))
+            }
+            writeString(member.name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            write(member.value, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     package static func string(_ value: JSONValue) -> String {
         String(decoding: encode(value), as: UTF8.self)
     }

@@ -269,17 +269,24 @@ public struct SourceMapping: Sendable {
     /// its payload as its canonical fields, and a record decoded straight to
     /// canonical bytes (``Record/shape``) is never parsed to be mapped.
     public var keepsWire: @Sendable (EntityKind, FieldShape) -> Bool
+    /// True when ``canonical`` maps a record to exactly the fields its
+    /// decoder wrote (``Record/entityFields``): the decoder is the source's
+    /// own connector, and the job adds nothing to those fields (no artwork
+    /// URL to resize). The store then writes them as they are.
+    public var takesDecoderFields: @Sendable (EntityFields) -> Bool
 
     public init(canonical: @escaping @Sendable (EntityKind, [String: JSONValue]) -> CanonicalRecord,
                 role: @escaping @Sendable (EntityKind) -> RecordRole,
                 owns: @escaping @Sendable (EntityKind) -> Set<String> = { _ in [] },
                 keyRules: [EntityKind: @Sendable (String, [String: JSONValue]) -> String] = [:],
-                keepsWire: @escaping @Sendable (EntityKind, FieldShape) -> Bool = { _, _ in false }) {
+                keepsWire: @escaping @Sendable (EntityKind, FieldShape) -> Bool = { _, _ in false },
+                takesDecoderFields: @escaping @Sendable (EntityFields) -> Bool = { _ in false }) {
         self.canonical = canonical
         self.role = role
         self.owns = owns
         self.keyRules = keyRules
         self.keepsWire = keepsWire
+        self.takesDecoderFields = takesDecoderFields
     }
 
     /// Fields kept as they are, every sighting listing: what a source of a

@@ -83,6 +83,22 @@ package enum JSONParser {
         return count
     }
 
+    /// The rows of a page of rows, `{"<rowsMember>": [row, …], …}`: each
+    /// row's whole text as a range of `buffer`, unread, and the page's other
+    /// members parsed (its paging flags, small values).
+    ///
+    /// Strict where it reads (every byte outside the rows is checked; a row's
+    /// text is delimited, not validated, so its caller parses it strictly),
+    /// and nil wherever the page is not plainly that: not one object, an
+    /// escaped member name, `rowsMember` twice or not an array, malformed
+    /// bytes between the rows. The caller then parses the page in full, which
+    /// reports an error where there is one.
+    package static func rows(ofPageIn buffer: UnsafeBufferPointer<UInt8>, rowsMember: String)
+        -> (rows: [Range<Int>], others: [String: JSONValue])? {
+        var parser = Parser(buffer: buffer)
+        return parser.pageRows(Array(rowsMember.utf8))
+    }
+
     /// The text of a JSON string's contents (the bytes between its quotes) with
     /// its escapes decoded, as parsing the string makes it; the bytes as text
     /// (invalid UTF-8 repaired) when they are not a valid string's contents.
@@ -388,6 +404,48 @@ package enum JSONParser {
             return nil
         }
 
+        mutating func pageRows(_ rowsMember: [UInt8]) -> (rows: [Range<Int>], others: [String: JSONValue])? {
+            guard enterObject() else { return nil }
+            var rows: [Range<Int>]?
+            var others: [String: JSONValue] = [:]
+            skipWhitespace()
+            if index < buffer.count, buffer[index] == UInt8(ascii: "}") {
+                index += 1
+            } else {
+                while true {
+                    guard let member = nextMember(), !member.escaped else { return nil }
+                    if buffer[member.name].elementsEqual(rowsMember) {
+                        guard rows == nil, buffer[index] == UInt8(ascii: "[") else { return nil }
+                        index += 1
+                        var found: [Range<Int>] = []
+                        skipWhitespace()
+                        if index < buffer.count, buffer[index] == UInt8(ascii: "]") {
+                            index += 1
+                        } else {
+                            while true {
+                                skipWhitespace()
+                                let start = index
+                                guard skipValue() != nil, index <= buffer.count else { return nil }
+                                found.append(start..<index)
+                                guard let closed = try? closes(UInt8(ascii: "]"), inside: "an array") else { return nil }
+                                if closed { break }
+                            }
+                        }
+                        rows = found
+                    } else {
+                        guard let value = try? parseValue() else { return nil }
+                        // A name twice: the last is the one a parse keeps.
+                        others[String(decoding: buffer[member.name], as: UTF8.self)] = value
+                    }
+                    guard let closed = try? closes(UInt8(ascii: "}"), inside: "an object") else { return nil }
+                    if closed { break }
+                }
+            }
+            skipWhitespace()
+            guard index == buffer.count, let rows else { return nil }
+            return (rows, others)
+        }
+
         /// Moves past a BOM, whitespace and the `{` of the object the buffer holds; false when it holds none.
         mutating func enterObject() -> Bool {
             skipLeadingBOMAndWhitespace()
@@ -614,7 +672,9 @@ package enum JSONParser {
                             let number = try parseNumber()
                             // One no Int64 or Double holds is its entity's field as text (CanonicalRecord): not a row's own canonical fields.
                             if case .number = number { return false }
-                            type = FieldType.of(number)
+                            // As the value reads back from the canonical text (an integral `3500.0` is `3500`): the
+                            // type a parsed record's field registers, so either way of decoding a row registers one type.
+                            type = FieldType.of(CanonicalJSON.readBack(number))
                             CanonicalJSON.write(number, into: &arena)
                         default:
                             guard try writeCanonicalValue(into: &arena, arenas: &arenas, level: level + 1) else { return false }

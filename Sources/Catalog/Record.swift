@@ -45,6 +45,11 @@ public struct Record: Sendable, Equatable {
     /// all the store needs of them when the fields map as they are. Its
     /// fields were never built as values; ``fields()`` parses the payload.
     public let shape: FieldShape?
+    /// The canonical fields of the entity this record maps to, written by its
+    /// decoder from the bytes it read (a marketplace list row), for a store
+    /// whose mapping takes them (``SourceMapping/takesDecoderFields``): it
+    /// writes them as they are, mapping nothing and parsing nothing.
+    public let entityFields: EntityFields?
 
     /// Builds a record from decoded fields, computing the canonical payload and hash.
     public init(entity: EntityKind, key: String, fields: [String: JSONValue], rawHash: ContentHash? = nil,
@@ -60,10 +65,12 @@ public struct Record: Sendable, Equatable {
         // give what mapping the stored payload gives (a fleet's replay, an upgrade).
         self.decodedFields = CanonicalJSON.readBack(fields)
         self.shape = nil
+        self.entityFields = nil
     }
 
     /// Builds a record from the canonical object its decoder wrote (``JSONParser/canonicalObject(_:keyField:scratch:)``).
-    package init(entity: EntityKind, key: String, canonical: CanonicalObject, rawHash: ContentHash? = nil) {
+    package init(entity: EntityKind, key: String, canonical: CanonicalObject, rawHash: ContentHash? = nil,
+                 entityFields: EntityFields? = nil) {
         self.entity = entity
         self.key = key
         self.hash = ContentHash(bytes: canonical.bytes)
@@ -72,6 +79,7 @@ public struct Record: Sendable, Equatable {
         self.fieldOrder = nil
         self.decodedFields = nil
         self.shape = canonical.shape
+        self.entityFields = entityFields
     }
 
     /// Rebuilds a record from what the snapshot stored.
@@ -82,6 +90,7 @@ public struct Record: Sendable, Equatable {
         self.hash = hash
         self.decodedFields = nil
         self.shape = nil
+        self.entityFields = nil
     }
 
     /// The record's fields: those it was decoded from, or, for a record
@@ -99,6 +108,24 @@ public struct Record: Sendable, Equatable {
     public static func == (a: Record, b: Record) -> Bool {
         a.entity == b.entity && a.key == b.key && a.payload == b.payload && a.hash == b.hash && a.rawHash == b.rawHash
             && a.fieldOrder == b.fieldOrder
+    }
+}
+
+/// An entity's canonical fields as a decoder wrote them (``Record/entityFields``).
+public struct EntityFields: Sendable, Equatable {
+    /// The entity the record maps to.
+    public let entity: EntityKind
+    /// Their canonical encoding (``CanonicalJSON``).
+    public let text: String
+    public let hash: ContentHash
+    /// Their names, in canonical order.
+    public let names: [String]
+
+    package init(entity: EntityKind, bytes: [UInt8], names: [String]) {
+        self.entity = entity
+        self.text = String(decoding: bytes, as: UTF8.self)
+        self.hash = ContentHash(bytes: bytes)
+        self.names = names
     }
 }
 

@@ -39,6 +39,11 @@ public struct CrawlScope: Sendable {
     /// product whose detail it fetches). A scope that does not end complete
     /// leaves them pending, and the next run works for them again.
     public var inputs: [RecordIdentity] = []
+    /// Whether other requests of the run may ask for this scope's pages
+    /// again, so the fetcher keeps them for `cacheTTLSeconds`. False for a
+    /// list read page by page once a night (the marketplace's): kept, its
+    /// pages were 64 MB of memory no request ever read.
+    public var sharesResponses = true
 
     public init(
         id: String, pagination: Pagination, pageURL: @escaping @Sendable (Int) -> URL,

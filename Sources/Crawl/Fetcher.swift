@@ -67,10 +67,12 @@ package final class Fetcher: Sendable {
     ///     200 replaces it, e.g. to retry a page whose body did not decode. Such a call
     ///     does not join a request already in flight either, since that one may be
     ///     delivering the very body being retried.
-    package func get(_ url: URL, headers: [String: String] = [:], bypassCache: Bool = false)
+    ///   - keepsResponse: false for a page nothing else in the run asks for: its 200
+    ///     is not kept in the TTL cache (a cached one is still answered).
+    package func get(_ url: URL, headers: [String: String] = [:], bypassCache: Bool = false, keepsResponse: Bool = true)
         async throws(StoreSyncError) -> HTTPResponse
     {
-        try await fetch(url, headers: headers, bypassCache: bypassCache, method: .get)
+        try await fetch(url, headers: headers, bypassCache: bypassCache, keepsResponse: keepsResponse, method: .get)
     }
 
     /// A HEAD request, paced, retried and redirected like a GET; never cached
@@ -79,7 +81,7 @@ package final class Fetcher: Sendable {
         try await fetchFromNetwork(url, headers: headers, method: .head).mapError { $0.redacted(redactor) }.get()
     }
 
-    private func fetch(_ url: URL, headers: [String: String], bypassCache: Bool, method: HTTPMethod)
+    private func fetch(_ url: URL, headers: [String: String], bypassCache: Bool, keepsResponse: Bool, method: HTTPMethod)
         async throws(StoreSyncError) -> HTTPResponse
     {
         let key = RequestKey(url: url, headers: headers)
@@ -126,7 +128,7 @@ package final class Fetcher: Sendable {
                     // flight; its fresher answer is the one to keep.
                     guard state.inFlight[key] === flight else { return }
                     state.inFlight[key] = nil
-                    if usesCache, case .success(let response) = result, response.status == 200 {
+                    if usesCache, keepsResponse, case .success(let response) = result, response.status == 200 {
                         state.cache.store(response, for: key, now: finishedAt)
                     }
                 }

@@ -177,7 +177,9 @@ extension SQLSnapshotStore {
                     keyHash = ContentHash(bytes: keyBytes).rawValue
                 }
                 let text: String, hash: Int64
-                if mapped.wire != nil || (entity == record.entity && mapped.canonical.fields == mapped.fields && !mapped.fields.isEmpty) {
+                if let written = mapped.decoderFields {
+                    (text, hash) = (written.text, written.hash.sqliteValue)
+                } else if mapped.wire != nil || (entity == record.entity && mapped.canonical.fields == mapped.fields && !mapped.fields.isEmpty) {
                     // The canonical fields are the record's own (a records file's
                     // row): its payload is their canonical encoding already, and its
                     // hash that encoding's. Encoding them again was a tenth of the load.

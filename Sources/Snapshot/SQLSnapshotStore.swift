@@ -650,7 +650,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                 let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
                 if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
                 func note(_ mapped: MappedRecord) throws {
-                    if let shape = mapped.wire {
+                    if let shape = mapped.shape {
                         try registry!.note(record.entity, shape: shape, order: record.fieldOrder)
                     } else {
                         try registry!.note(record.entity, mapped.fields, order: record.fieldOrder)
@@ -664,9 +664,13 @@ package final class SQLSnapshotStore: SnapshotStore {
                           try entities.insertNew(sighting, key: record.key, entity: record.entity, fieldsText: record.payload,
                                                  hash: record.hash.sqliteValue) {
                     try note(mappedRecord)
+                } else if let written = mappedRecord.decoderFields,
+                          try entities.insertNew(sighting, key: record.key, entity: written.entity, fieldsText: written.text,
+                                                 hash: written.hash.sqliteValue) {
+                    try note(mappedRecord)
                 } else {
                     // An entity row to merge into needs the fields themselves.
-                    let full = mappedRecord.wire == nil ? mappedRecord : MappedRecord.decoded(record, mapping, parses: payloadParses)
+                    let full = mappedRecord.isBuilt ? mappedRecord : MappedRecord.decoded(record, mapping, parses: payloadParses)
                     try entities.upsert(sighting, key: record.key, canonical: full.canonical)
                     try note(full)
                 }
@@ -901,6 +905,13 @@ struct MappedRecord: Sendable {
     /// themselves (to merge them into an entity row that exists) takes
     /// ``decoded(_:_:parses:)``.
     var wire: FieldShape?
+    /// Set when the record's decoder wrote its entity's canonical fields
+    /// (``Catalog/Record/entityFields``) and the mapping takes them: nothing
+    /// was built, `fields` and `canonical.fields` are empty, and the record's
+    /// wire shape (for the field registry) is `shape`.
+    var decoderFields: EntityFields?
+    var shape: FieldShape? { wire ?? (decoderFields != nil ? recordShape : nil) }
+    private var recordShape: FieldShape?
 
     /// Maps `record`, counting in `parses` a record whose payload had to be
     /// parsed again (one rebuilt from text, not carrying its decoded fields).
@@ -911,8 +922,19 @@ struct MappedRecord: Sendable {
             wire = shape
             return
         }
+        if let shape = record.shape, let written = record.entityFields, mapping.entity(of: record.entity) == written.entity,
+           mapping.takesDecoderFields(written) {
+            fields = [:]
+            canonical = CanonicalRecord(entity: written.entity, fields: [:])
+            decoderFields = written
+            recordShape = shape
+            return
+        }
         self = Self.decoded(record, mapping, parses: parses)
     }
+
+    /// Whether the fields themselves were built (not a record's bytes taken as they are).
+    var isBuilt: Bool { wire == nil && decoderFields == nil }
 
     private init(fields: [String: JSONValue], canonical: CanonicalRecord) {
         self.fields = fields

@@ -80,7 +80,8 @@ extension JobSpec {
                 role: { kind.role(of: $0) }, owns: { kind.ownedFields(of: $0) }, keyRules: kind.keyRules,
                 keepsWire: { entity, shape in
                     kind.keepsWireFields(of: entity) && !shape.names.contains(where: Self.artworkFields.contains)
-                }))
+                },
+                takesDecoderFields: { fields in !fields.names.contains(where: Self.artworkFields.contains) }))
         })
     }
 

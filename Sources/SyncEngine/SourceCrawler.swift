@@ -315,7 +315,7 @@ struct SourceCrawler: Sendable {
             var headers: [String: String] = [:]
             if let etag = memo?.etag { headers["If-None-Match"] = etag }
             if let lastModified = memo?.lastModified { headers["If-Modified-Since"] = lastModified }
-            let response = try await fetcher.get(url, headers: headers)
+            let response = try await fetcher.get(url, headers: headers, keepsResponse: scope.sharesResponses)
             // A decoder quotes the body it could not read (an error page that echoes the token):
             // the job's secrets come out before the error is logged, stored or sent.
             do {
@@ -324,7 +324,7 @@ struct SourceCrawler: Sendable {
                 let error = error.redacted(fetcher.redactor)
                 guard error.code == .malformedPage else { throw error }
                 logger.info("\(source.name) \(scope.id) page \(index): \(error.description); fetching it once more")
-                let again = try await fetcher.get(url, headers: headers, bypassCache: true)
+                let again = try await fetcher.get(url, headers: headers, bypassCache: true, keepsResponse: scope.sharesResponses)
                 do {
                     return (try interpret(again, memoURL: identity, memo: memo, scope: scope), url.absoluteString)
                 } catch let error {

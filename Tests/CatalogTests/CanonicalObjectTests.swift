@@ -13,7 +13,10 @@ import TestSupport
     func reference(_ row: [UInt8], keyField: String) -> (bytes: [UInt8], shape: FieldShape, key: JSONValue?)? {
         guard case .object(let fields)? = try? JSONParser.parse(row) else { return nil }
         let names = fields.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-        return (CanonicalJSON.encodeObject(fields), FieldShape(names: names, types: names.map { FieldType.of(fields[$0]!) }),
+        // The registry reads a parsed record's fields as they read back from its payload
+        // (``Record/fields()``: an integral `2.0` is `2`), so those are the types to match.
+        return (CanonicalJSON.encodeObject(fields),
+                FieldShape(names: names, types: names.map { FieldType.of(CanonicalJSON.readBack(fields[$0]!)) }),
                 fields[keyField])
     }
 

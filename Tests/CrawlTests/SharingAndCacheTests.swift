@@ -133,6 +133,18 @@ import TestSupport
         #expect(f.stats.cacheHits == 0)
     }
 
+    /// A page nothing else in the run asks for (a list read once a night)
+    /// is not kept: the next ask goes to the server, and a kept one is still answered.
+    @Test func aResponseNotKeptIsFetchedAgain() async throws {
+        let transport = numbered()
+        let f = fetcher(transport, clock: ManualClock())
+        #expect(try await f.get(url, keepsResponse: false).body == Array("body 0".utf8))
+        #expect(try await f.get(url).body == Array("body 1".utf8))
+        #expect(try await f.get(url, keepsResponse: false).body == Array("body 1".utf8))
+        #expect(f.stats.requests == 2)
+        #expect(f.stats.cacheHits == 1)
+    }
+
     /// A page whose body did not decode is fetched again, and the new body
     /// is what later callers get.
     @Test func bypassingFetchesAgainAndReplacesTheEntry() async throws {
