@@ -10,22 +10,26 @@ import Darwin
 #endif
 
 /// A forward proxy on 127.0.0.1 (a free port) that records each request's
-/// head and answers 200 "proxied" itself. Bounded: `maxConnections`, then it stops.
+/// head and answers 200 "proxied" itself, until stopped.
 final class RecordingProxy: @unchecked Sendable {
     let port: Int
     private let listener: LoopbackAcceptor
     private let heads = Shared<[String]>([])
+    private let accepted = Shared<Int>(0)
 
-    init(maxConnections: Int = 4) throws {
+    init() throws {
         let listener = try LoopbackAcceptor()
         self.listener = listener
         port = listener.port
         let body = Array("proxied".utf8)
         let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
-        let thread = Thread { [heads] in
+        let thread = Thread { [heads, accepted] in
             defer { listener.finish() }
-            for _ in 0..<maxConnections {
+            // Every connection until stopped: one some other test's client opened to a
+            // port it knew (the kernel hands ports out again) must not use up the test's.
+            while true {
                 guard let client = listener.accept() else { return }
+                accepted.withLock { $0 += 1 }
                 // One thread per connection: a connection the client opens and leaves
                 // idle must not keep the next one from being answered.
                 Thread {
@@ -54,6 +58,9 @@ final class RecordingProxy: @unchecked Sendable {
 
     var requestHeads: [String] { heads.current }
 
+    /// What the proxy saw, for a failure's message.
+    var seen: String { "\(accepted.current) connection(s) accepted, heads: \(requestHeads)" }
+
     func stop() { listener.stop() }
 }
 
@@ -80,7 +87,10 @@ extension Array where Element == UInt8 {
             result = .failure(error)
         }
         await transport.shutdown()
-        let response = try result.get()
+        guard case .success(let response) = result else {
+            Issue.record("no answer through the proxy: \(result); the proxy: \(proxy.seen)")
+            return
+        }
         #expect(response.status == 200)
         #expect(String(decoding: response.body, as: UTF8.self) == "proxied")
         let head = try #require(proxy.requestHeads.first)
