@@ -99,7 +99,7 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Crawl and diff against a throwaway copy of the store: list the changes a run would write (as `changes` does; JSON with --json) and the requests made; write nothing.")
     var dryRun = false
 
-    @Option(help: ArgumentHelp("Stop the crawl at a page boundary after this many minutes (overrides http.deadlineMinutes): the run is partial (exit 2) and the next run resumes it.", valueName: "minutes"))
+    @Option(help: ArgumentHelp("Stop the crawl at a page boundary after this many minutes (overrides http.deadlineMinutes): the run ends with status deadline (exit 2), exports nothing, and the next run resumes it.", valueName: "minutes"))
     var deadline: Double?
 
     @Flag(help: "No progress display (it is a bar on a terminal, a line every 10 s otherwise).")

@@ -491,3 +491,38 @@ func genreRecord(_ id: String, name: String, parent: String, feeds: [String] = [
         }
     }
 }
+
+/// A chart's price that is no number JSON can hold (`inf`, `nan`, `1e999`,
+/// Swift's own `infinity` spelling) is no price: it is left out, so every
+/// payload the store keeps is JSON that SQLite's JSON functions and the next
+/// night's parse read back exactly (it used to be written as `inf`, text no
+/// JSON reader takes).
+@Suite struct ChartPriceTests {
+    @Test(arguments: ["inf", "-inf", "nan", "NaN", "1e999", "infinity", "0x1p3"])
+    func aPriceNoJSONNumberHoldsIsNoPrice(_ amount: String) throws {
+        let entry = #"{"im:name":{"label":"Show"},"id":{"label":"https://podcasts.apple.com/us/podcast/id77","attributes":{"im:id":"77"}},"im:price":{"label":"Get","attributes":{"amount":"\#(amount)","currency":"USD"}}}"#
+        let body = #"{"feed":{"entry":[\#(entry)]}}"#
+        let context = ITunesCharts.ChartContext(chart: "toppodcasts", country: "us", defaultEntity: .podcast)
+        let decoded = try ITunesCharts.decodeLegacyJSON(page(body, url: "https://itunes.apple.com/us/rss/toppodcasts/json"),
+                                                        context: context)
+        #expect(decoded.items.count == 2)
+        for record in decoded.items {
+            let reread = try JSONParser.parse(record.payload)
+            #expect(CanonicalJSON.encode(reread) == Array(record.payload.utf8), "\(record.entity): \(record.payload)")
+            if record.entity == .podcast {
+                #expect(reread["collectionPrice"] == nil, "\(record.payload)")
+                #expect(reread["currency"] == .string("USD"))
+            }
+        }
+    }
+
+    @Test func anOrdinaryPriceIsKept() throws {
+        let entry = #"{"im:name":{"label":"Show"},"id":{"label":"x","attributes":{"im:id":"78"}},"im:price":{"attributes":{"amount":"1.99000","currency":"USD"}}}"#
+        let context = ITunesCharts.ChartContext(chart: "toppodcasts", country: "us", defaultEntity: .podcast)
+        let decoded = try ITunesCharts.decodeLegacyJSON(page(#"{"feed":{"entry":[\#(entry)]}}"#, url: "https://itunes.apple.com/us/rss/toppodcasts/json"),
+                                                        context: context)
+        let item = try #require(decoded.items.first { $0.entity == .podcast })
+        #expect(try item.fields()["collectionPrice"] == .double(1.99) || item.fields()["trackPrice"] == .double(1.99),
+                "\(item.payload)")
+    }
+}

@@ -94,7 +94,8 @@ extension ITunesCharts {
         }
         item.link = link
         let price = attributes(entry["im:price"])
-        item.price = price["amount"]?.doubleValue
+        // A finite number only: `inf` or `nan` (which Double(String) reads) has no JSON form to store.
+        item.price = price["amount"]?.doubleValue.flatMap { $0.isFinite ? $0 : nil }
         item.currency = price["currency"]?.stringValue
         item.summary = label(entry["summary"])
         item.rights = label(entry["rights"])
