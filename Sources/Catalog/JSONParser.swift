@@ -551,7 +551,7 @@ package enum JSONParser {
             guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return nil }
             var out: [UInt8] = []
             out.reserveCapacity(buffer.count)
-            var top: TopLevel? = TopLevel(keyField: keyField, previous: scratch.lastShape)
+            var top: TopLevel? = TopLevel(keyField: keyField, recent: scratch.recentShapes)
             do {
                 guard try writeCanonicalObject(into: &out, arenas: &scratch.arenas, level: 0, top: &top) else { return nil }
             } catch {
@@ -559,17 +559,23 @@ package enum JSONParser {
             }
             skipWhitespace()
             guard index == buffer.count, let top, let shape = top.shape else { return nil }
-            scratch.lastShape = shape
+            if top.sharedShape == nil {
+                scratch.recentShapes.insert(shape, at: 0)
+                if scratch.recentShapes.count > CanonicalScratch.recentShapeCount { scratch.recentShapes.removeLast() }
+            }
             return CanonicalObject(bytes: out, shape: shape, key: top.key)
         }
 
         /// What the top-level object's members are, gathered as it is written.
         struct TopLevel {
             let keyField: [UInt8]
-            /// The shape of the row before: rows of one file nearly all share
-            /// theirs, which is then shared, not made again (16 names a row).
-            let previous: FieldShape?
+            /// The shapes of the rows before: rows of one file nearly all have
+            /// one of a few (a price of `0.0` reads back as an integer, `7.99` as
+            /// a real), which is then shared, not made again (16 names a row).
+            let recent: [FieldShape]
             var shape: FieldShape?
+            /// Which of `recent` the row has, if one.
+            var sharedShape: Int?
             var key: JSONValue?
         }
 
@@ -715,10 +721,12 @@ package enum JSONParser {
             }
             out.append(UInt8(ascii: "}"))
             if top != nil {
-                if let previous = top!.previous, previous.names.count == members.count,
-                   zip(previous.types, members).allSatisfy({ $0 == $1.type }),
-                   zip(previous.names, members).allSatisfy({ $0.utf8.elementsEqual(key($1)) }) {
-                    top!.shape = previous
+                if let match = top!.recent.firstIndex(where: { previous in
+                    previous.names.count == members.count && zip(previous.types, members).allSatisfy({ $0 == $1.type })
+                        && zip(previous.names, members).allSatisfy({ $0.utf8.elementsEqual(key($1)) })
+                }) {
+                    top!.shape = top!.recent[match]
+                    top!.sharedShape = match
                 } else {
                     top!.shape = FieldShape(names: members.map { String(decoding: key($0), as: UTF8.self) }, types: members.map(\.type))
                 }
@@ -779,7 +787,9 @@ private struct CanonicalMember {
 /// one row to the next: one arena per nesting level.
 package struct CanonicalScratch {
     var arenas: [[UInt8]] = []
-    var lastShape: FieldShape?
+    /// The last few distinct shapes, newest first.
+    var recentShapes: [FieldShape] = []
+    static let recentShapeCount = 4
 
     package init() {}
 }

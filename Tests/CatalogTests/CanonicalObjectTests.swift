@@ -39,6 +39,23 @@ import TestSupport
         return true
     }
 
+    /// Rows of one file have a few shapes (a price of `0.0` reads back as an
+    /// integer, `7.99` as a real): each is built once and shared by the rows
+    /// that have it, even when they alternate, not made again for every row.
+    @Test func alternatingShapesAreShared() {
+        var scratch = CanonicalScratch()
+        let shapes = (0..<6).map { n -> FieldShape? in
+            let row = Array(#"{"id":\#(n),"name":"r","price":\#(n % 2 == 0 ? "0.0" : "7.99")}"#.utf8)
+            return row.withUnsafeBufferPointer { JSONParser.canonicalObject($0, keyField: "id", scratch: &scratch)?.shape }
+        }
+        func storage(_ shape: FieldShape?) -> UnsafeRawPointer? {
+            shape?.names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+        }
+        #expect(shapes[0]?.types.last == .integer && shapes[1]?.types.last == .real)
+        #expect(storage(shapes[0]) != nil && storage(shapes[0]) == storage(shapes[2]) && storage(shapes[2]) == storage(shapes[4]))
+        #expect(storage(shapes[1]) != nil && storage(shapes[1]) == storage(shapes[3]) && storage(shapes[3]) == storage(shapes[5]))
+    }
+
     @Test func writesWhatParsingAndEncodingWritesForEveryKindOfValue() {
         let rows = [
             #"{"id": 12, "name": "Zoë \"quoted\" \\ back\/slash \n\t\u0001 \u00e9 \ud83d\ude00", "b": true, "c": false, "d": null}"#,

@@ -157,12 +157,9 @@ package enum MarketplaceList {
             JSONParser.members(ofObjectIn: bytes) { name, nameEscaped, value, _ in
                 guard plain, !nameEscaped,
                       let member = mappedMembers.firstIndex(where: { bytes[name].elementsEqual($0) }) else { return }
-                guard let parsed = try? JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[value])) else {
-                    plain = false
-                    return
-                }
                 let wireName = MarketplaceCanonical.wireNames[member]
-                if wireName == "vendors" || wireName == "images" {
+                guard wireName != "vendors", wireName != "images",
+                      let parsed = try? JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[value])) else {
                     plain = false
                     return
                 }
