@@ -141,6 +141,8 @@ package enum MarketplaceList {
 
     /// The wire members the listing's mapping reads, by name.
     private static let mappedMembers: [[UInt8]] = MarketplaceCanonical.wireNames.map { Array($0.utf8) }
+    /// Each mapped member's position in ``mappedMembers``, for the mapping's lookups by name.
+    private static let mappedPositions = Dictionary(uniqueKeysWithValues: MarketplaceCanonical.wireNames.enumerated().map { ($1, $0) })
 
     /// A row written straight to its canonical payload and its listing's
     /// canonical fields, or nil where the row needs its parse: the canonical
@@ -181,7 +183,7 @@ package enum MarketplaceList {
             }
         }
         let fields = MarketplaceCanonical.listingFields { name in
-            MarketplaceCanonical.wireNames.firstIndex(of: name).flatMap { wire[$0] }
+            mappedPositions[name].flatMap { wire[$0] }
         }
         return Record(entity: .listing, key: key, canonical: canonical,
                       entityFields: EntityFields(entity: .listing, bytes: CanonicalJSON.encodeMembers(fields),
