@@ -143,7 +143,8 @@ public struct StoreSyncError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         var text = place.map { "\($0): \(message)" } ?? message
-        if let cause { text += " (cause: \(cause))" }
+        // A wrapper whose message already quotes its cause (most do) says it once.
+        if let cause, case let said = "\(cause)", !said.isEmpty, !message.contains(said) { text += " (cause: \(said))" }
         guard !issues.isEmpty else { return remedy.map { text + ". " + $0 } ?? text }
         // A list of problems reads best with the remedy on a line of its own after it.
         text += issues.map { "\n  - \($0)" }.joined()

@@ -34,7 +34,7 @@ enum SQLiteExport {
             try AtomicFile.publish(temporary: temporary, to: url)
         } catch {
             try? FileManager.default.removeItem(at: temporary)
-            throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)")
+            throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)", cause: error)
         }
         return ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows)
     }

@@ -132,7 +132,7 @@ package enum SnapshotExporter {
         } catch let error as StoreSyncError {
             throw error
         } catch {
-            throw .exportFailed(path: context.outputDirectory, reason: "\(error)")
+            throw .exportFailed(path: context.outputDirectory, reason: "\(error)", cause: error)
         }
     }
 

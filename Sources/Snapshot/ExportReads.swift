@@ -16,7 +16,7 @@ extension SQLSnapshotStore {
         do {
             try exportMirror().pool.read(body)
         } catch let error as DatabaseError {
-            throw StoreSyncError.storage(path: path, reason: "\(error)")
+            throw StoreSyncError.storage(path: path, reason: "\(error)", cause: error)
         }
     }
 

@@ -254,7 +254,7 @@ package final class SQLSnapshotStore: SnapshotStore {
         } catch let error as StoreSyncError {
             throw error
         } catch {
-            throw .storage(path: path, reason: "\(error)")
+            throw .storage(path: path, reason: "\(error)", cause: error)
         }
     }
 

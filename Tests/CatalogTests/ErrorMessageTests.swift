@@ -58,6 +58,15 @@ import Testing
         #expect(error.description.contains("ENOSPC"))
     }
 
+    /// A wrapper whose message already quotes its cause (a store or export
+    /// error made from the error underneath) says it once, and still carries it.
+    @Test func aCauseTheMessageQuotesIsSaidOnce() {
+        struct Locked: Error, Sendable, CustomStringConvertible { var description: String { "SQLite error 5: database is locked" } }
+        let error = StoreSyncError.storage(path: "/s.sqlite", reason: "\(Locked())", cause: Locked())
+        #expect(error.cause is Locked)
+        #expect(error.description.components(separatedBy: "database is locked").count == 2, "\(error.description)")
+    }
+
     @Test func anInvalidJobListsEveryProblemWithItsLine() {
         let error = StoreSyncError.invalidJob(file: "j.yml", issues: [
             JobFileIssue(file: "j.yml", line: 2, column: 1, keyPath: "store", message: "is required"),

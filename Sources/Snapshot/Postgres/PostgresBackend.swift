@@ -34,7 +34,7 @@ public struct PostgresBackend: StoreBackend {
         } catch let error as StoreSyncError {
             throw error
         } catch {
-            throw .storage(path: location.redacted, reason: "\(error)")
+            throw .storage(path: location.redacted, reason: "\(error)", cause: error)
         }
     }
 
