@@ -68,3 +68,32 @@ public struct RunProblem: Sendable, Equatable, Hashable, CustomStringConvertible
                   scope: fields["scope"]?.stringValue, url: fields["url"]?.stringValue, message: message)
     }
 }
+
+extension RunProblem: Codable {
+    private enum CodingKeys: String, CodingKey { case code, source, scope, url, message }
+
+    /// Reads what ``encode(to:)`` (and ``json``) wrote, or a bare string (the
+    /// text an older store kept), which becomes code ``unknown``.
+    public init(from decoder: any Decoder) throws {
+        if let text = try? decoder.singleValueContainer().decode(String.self) {
+            self.init(code: Self.unknown, message: text)
+            return
+        }
+        let fields = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(code: try fields.decodeIfPresent(String.self, forKey: .code) ?? Self.unknown,
+                  source: try fields.decodeIfPresent(String.self, forKey: .source),
+                  scope: try fields.decodeIfPresent(String.self, forKey: .scope),
+                  url: try fields.decodeIfPresent(String.self, forKey: .url),
+                  message: try fields.decode(String.self, forKey: .message))
+    }
+
+    /// Every key present, `null` where unknown, as ``json`` has it.
+    public func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: CodingKeys.self)
+        try fields.encode(code, forKey: .code)
+        try fields.encode(source, forKey: .source)
+        try fields.encode(scope, forKey: .scope)
+        try fields.encode(url, forKey: .url)
+        try fields.encode(message, forKey: .message)
+    }
+}

@@ -14,6 +14,15 @@ public struct RunInfo: Sendable, Equatable {
     public var exportOnly: Bool = false
     /// For an export-only resume: how the crawl ended.
     public var crawlStatus: RunStatus?
+
+    package init(id: Int64, night: Int?, resumed: Bool, startedAt: Date, exportOnly: Bool = false, crawlStatus: RunStatus? = nil) {
+        self.id = id
+        self.night = night
+        self.resumed = resumed
+        self.startedAt = startedAt
+        self.exportOnly = exportOnly
+        self.crawlStatus = crawlStatus
+    }
 }
 
 

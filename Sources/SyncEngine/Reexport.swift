@@ -57,3 +57,38 @@ public enum Reexport {
         Runner.lintReport(files, outputDirectory: outputDirectory)
     }
 }
+
+extension Runner {
+    /// Writes the store's last night's exports if they are still owed, as
+    /// that night's own export step would have: the artwork mirror filled,
+    /// enclosures asked about, every export, the feed lint's verdict, the
+    /// run report and metrics, retention, then the `notify:` webhook. A
+    /// fleet's night owes them (its workers write none) until this runs; so
+    /// does a night killed while it exported. Nil when no night owes its
+    /// exports: `storesync export` then writes them again (``Reexport``).
+    public func exportOwedNight() async throws(StoreSyncError) -> RunReport? {
+        let result: Result<RunReport?, StoreSyncError>
+        do { result = .success(try await exportOwedNightLocked()) } catch { result = .failure(error) }
+        guard case .success(let report?) = result else { return try result.get() }
+        // After the lock is released, as a night's run notifies.
+        return try await notifyAfter(.success(report)).get()
+    }
+
+    func exportOwedNightLocked() async throws(StoreSyncError) -> RunReport? {
+        let lock = try environment.store.lock(job.storePath)
+        defer { withExtendedLifetime(lock) {} }
+        guard try environment.store.exists(job.storePath) else { return nil }
+        let store = try environment.store.open(job.storePath)
+        guard let last = try store.runs(limit: 1).first, last.exportsPending else { return nil }
+        // Another job's records under this job's templates would mix two catalogues in one output.
+        if last.job != job.name {
+            throw .storeOfAnotherJob(store: job.storePath, owner: last.job, job: job.name, jobFile: job.file)
+        }
+        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
+        logger.notice("run \(last.id) finished its crawl and owes its exports: writing them as its night would have")
+        let run = RunInfo(id: last.id, night: last.night, resumed: false, startedAt: last.startedAt,
+                          exportOnly: true, crawlStatus: last.status)
+        let phase = try storedCrawl(of: run, store: store)
+        return try await endNight(run, phase, store: store, started: clock.now(), writeExports: true, progress: nil)
+    }
+}

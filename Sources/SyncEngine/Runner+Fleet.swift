@@ -71,8 +71,9 @@ struct FleetDealer: Sendable {
     /// scope by scope as one process would have (each scope's outcome is kept
     /// with its claim). Nil when this worker stopped early (asked to, its
     /// deadline, or a lost claim): what it committed stays, the rest is the others'.
-    func crawl(_ scopes: [CrawlScope], phase: String, source: SourceSpec, crawler: SourceCrawler, loops: Int,
+    func crawl(_ scopes: [CrawlScope], phase: FleetPhase, source: SourceSpec, crawler: SourceCrawler, loops: Int,
                stop: RunStop?) async -> (result: SourceCrawler.Result, stoppedEarly: SourceCrawler.Result?) {
+        guard !scopes.isEmpty else { return (SourceCrawler.Result(), nil) }
         let byID = Dictionary(scopes.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let ids = scopes.map(\.id)
         let stopped = Shared<SourceCrawler.Result?>(nil)
@@ -140,10 +141,10 @@ struct FleetDealer: Sendable {
     /// worker, once every scope of the source is done; the others wait for it,
     /// so the next source starts from the finished one. Returns whether this
     /// worker ran it.
-    func finish(source: String, phase: String = "finish", stop: RunStop?,
+    func finish(source: String, phase: FleetPhase, stop: RunStop?,
                 _ body: () async throws(StoreSyncError) -> String) async throws(StoreSyncError) -> Bool {
         while stop?.isRequested != true, !store.lostClaim {
-            switch try store.claimScope(runID: run.id, source: source, phase: phase, among: ["#\(phase)"],
+            switch try store.claimScope(runID: run.id, source: source, phase: phase, among: [Self.closingScope(phase)],
                                         worker: worker.name, leaseSeconds: worker.leaseSeconds) {
             case .allDone:
                 return false
@@ -188,38 +189,22 @@ struct FleetDealer: Sendable {
         return try await body()
     }
 
+    /// The one "scope" of a step that acts on a whole source (or run).
+    static func closingScope(_ phase: FleetPhase) -> String { "#\(phase.rawValue)" }
+
     // What a scope's crawl found, kept with its claim for the source's closing step.
 
     static func encode(_ result: SourceCrawler.Result) -> String {
-        func strings(_ list: [String]) -> JSONValue { .array(list.sorted().map(JSONValue.string)) }
-        let object: JSONValue = .object([
-            "complete": .int(Int64(result.scopesComplete)),
-            "errors": .array(result.errors.map(\.json)),
-            "warnings": .array(result.warnings.map(\.json)),
-            "drift": .int(Int64(result.drift)),
-            "unchangedPages": .int(Int64(result.unchangedPages)),
-            "capped": strings(result.cappedScopes),
-            "gone": strings(result.goneScopes),
-            "settled": strings(Array(result.settled)),
-            "recovered": strings(result.recoveredScopes),
-        ])
-        return CanonicalJSON.string(object)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Cannot fail: strings, numbers and lists of them.
+        return (try? encoder.encode(result)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
+    /// What ``encode(_:)`` stored; an empty result for an outcome that does not
+    /// decode (a closing step that recorded none).
     static func decode(_ text: String) -> SourceCrawler.Result {
-        var result = SourceCrawler.Result()
-        guard let fields = try? JSONParser.parse(text).objectValue else { return result }
-        func strings(_ name: String) -> [String] { fields[name]?.arrayValue?.compactMap(\.stringValue) ?? [] }
-        result.scopesComplete = Int(fields["complete"]?.intValue ?? 0)
-        result.errors = fields["errors"]?.arrayValue?.compactMap(RunProblem.init(json:)) ?? []
-        result.warnings = fields["warnings"]?.arrayValue?.compactMap(RunProblem.init(json:)) ?? []
-        result.drift = Int(fields["drift"]?.intValue ?? 0)
-        result.unchangedPages = Int(fields["unchangedPages"]?.intValue ?? 0)
-        result.cappedScopes = strings("capped")
-        result.goneScopes = strings("gone")
-        result.settled = Set(strings("settled"))
-        result.recoveredScopes = strings("recovered")
-        return result
+        (try? JSONDecoder().decode(SourceCrawler.Result.self, from: Data(text.utf8))) ?? SourceCrawler.Result()
     }
 }
 
@@ -246,38 +231,33 @@ extension Runner {
         logger.info("worker \(worker.name) joined run \(run.id) (fleet \(worker.fleet))")
         try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
         let dealer = FleetDealer(store: store, worker: worker, run: run)
-        var phase = try await dealer.withHeartbeat { () async throws(StoreSyncError) -> CrawlPhase in
-            try await crawl(run: run, store: store, options: options, dealer: dealer)
+        let coordinator = FleetNight(dealer: dealer)
+        let phase = try await dealer.withHeartbeat { () async throws(StoreSyncError) -> CrawlPhase in
+            try await crawl(run: run, store: store, options: options, coordinator: coordinator)
         }
         if let lost = store.lostClaimError { throw lost }
         try store.addFleetRequests(run.id, phase.totals.requests)
-        // A worker writes no reports: `storesync export` does, once the night is closed.
+        // A worker writes no reports: the night owes its exports until `storesync export` writes them (exportOwedNight).
         if let reason = options.stop?.requested {
             return try stoppedReport(run: run, phase: phase, stopped: reason, store: store, started: started,
-                                     earlierSeconds: 0, writeReports: false, worker: true)
+                                     earlierSeconds: 0, writeReports: false, coordinator: coordinator)
         }
         if !phase.deadlineLeft.isEmpty {
             return try stoppedReport(run: run, phase: phase, stopped: NightOutcome.deadlineMark, store: store, started: started,
-                                     earlierSeconds: 0, writeReports: false, worker: true)
+                                     earlierSeconds: 0, writeReports: false, coordinator: coordinator)
         }
         // The run's verdict, once every source is closed: every worker computed the same.
-        _ = try await dealer.finish(source: "#run", phase: "run", stop: options.stop) { () async throws(StoreSyncError) -> String in
+        _ = try await dealer.finish(source: "#run", phase: .run, stop: options.stop) { () async throws(StoreSyncError) -> String in
             try store.finishRun(run.id, status: phase.outcome, message: (phase.errors + phase.warnings).first?.message,
-                                at: environment.now(), exportsFollow: false)
+                                at: environment.now(), exportsFollow: true)
             var totals = phase.totals
             totals.seconds = clock.now() - started
             try store.recordFleetTotals(run.id, totals)
             return ""
         }
         if let lost = store.lostClaimError { throw lost }
-        let counts = try store.sourceCounts(runID: run.id)
-        for index in phase.sources.indices {
-            phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
-        }
-        var report = RunReport(
-            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: phase.outcome,
-            sources: phase.sources, fetch: phase.totals.requests, exports: [], warnings: phase.warnings, errors: phase.errors,
-            seconds: clock.now() - started)
+        var report = try report(of: run, phase, outcome: phase.outcome, exports: [], warnings: phase.warnings,
+                                errors: phase.errors, started: started, store: store)
         report.notices = try store.schemaChanges(runID: run.id).map(\.description)
         return report
     }

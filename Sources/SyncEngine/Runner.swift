@@ -276,11 +276,11 @@ public struct Runner: Sendable {
             if let earlier { phase.totals.requests.add(earlier.requests) }
             if let reason = options.stop?.requested {
                 return try stoppedReport(run: run, phase: phase, stopped: reason, store: store, started: started,
-                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, worker: false)
+                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, coordinator: LocalNight())
             }
             if !phase.deadlineLeft.isEmpty {
                 return try stoppedReport(run: run, phase: phase, stopped: NightOutcome.deadlineMark, store: store, started: started,
-                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, worker: false)
+                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, coordinator: LocalNight())
             }
             if let stop = environment.stopAt?(.afterRemovalPasses) { throw stop }
             // A night stored into a file nobody will open again is a failed night.
@@ -303,7 +303,17 @@ public struct Runner: Sendable {
                 }
             }
         }
+        return try await endNight(run, phase, store: store, started: started, writeExports: writeExports, progress: options.progress)
+    }
 
+    /// A night whose crawl is whole, from its exports on: the artwork mirror
+    /// and enclosure checks, every export, the feed lint's verdict, the
+    /// reports, retention, and the run's report. The same for a night this
+    /// process crawled and for one it exports only (a resumed export, or a
+    /// fleet's night: ``exportOwedNight()``).
+    func endNight(_ run: RunInfo, _ phase: CrawlPhase, store: any SnapshotStore, started: Double,
+                  writeExports: Bool, progress: (@Sendable (RunProgress) -> Void)?) async throws(StoreSyncError) -> RunReport {
+        var phase = phase
         var outcome = phase.outcome
         var errors = phase.errors
         var exported: [ExportedFile] = []
@@ -313,7 +323,7 @@ public struct Runner: Sendable {
         var reportedEnclosures: EnclosureCheckFigures?
         if writeExports, let stop = environment.stopAt?(.beforeExports) { throw stop }
         if writeExports {
-            options.progress?(.exporting)
+            progress?(.exporting)
             // Left by a run killed while it wrote: safe to remove under the run lock.
             let stale = AtomicFile.removeStaleTemporaries(under: URL(fileURLWithPath: job.outputDirectory))
             if stale > 0 { logger.info("removed \(stale) temporary file(s) left by an interrupted export") }
@@ -419,14 +429,10 @@ public struct Runner: Sendable {
             }
         }
 
-        let counts = try store.sourceCounts(runID: run.id)
-        for index in phase.sources.indices {
-            phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
-        }
-        var report = RunReport(
-            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
-            sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: warnings, errors: errors,
-            seconds: clock.now() - started, pruned: pruned, artwork: artworkFigures)
+        var report = try report(of: run, phase, outcome: outcome, exports: exported, warnings: warnings, errors: errors,
+                                started: started, store: store)
+        report.pruned = pruned
+        report.artwork = artworkFigures
         report.enclosures = reportedEnclosures
         report.notices = try store.schemaChanges(runID: run.id).map(\.description) + lintNotices
         return report
@@ -454,7 +460,8 @@ public struct Runner: Sendable {
     /// so far is recorded with the run, and `report.json` and the metrics
     /// (`writeReports`) say so, as the summary, the webhook and `status` do.
     func stoppedReport(run: RunInfo, phase: CrawlPhase, stopped: String, store: any SnapshotStore,
-                       started: Double, earlierSeconds: Double, writeReports: Bool, worker: Bool) throws(StoreSyncError) -> RunReport {
+                       started: Double, earlierSeconds: Double, writeReports: Bool,
+                       coordinator: any NightCoordinator) throws(StoreSyncError) -> RunReport {
         try store.checkInPlace()
         let deadline = stopped == NightOutcome.deadlineMark
         var phase = phase
@@ -472,18 +479,14 @@ public struct Runner: Sendable {
             logger.notice("run \(run.id) \(message)")
             phase.errors = phase.errors.filter { !$0.message.contains("stopped before this page") }
         }
-        if !worker {
-            // A fleet's run is every worker's: one worker stopping neither stops it nor speaks for its totals.
+        // A fleet's run is every worker's: one worker stopping neither stops it nor speaks for its totals.
+        if coordinator.speaksForRun {
             var totals = phase.totals
             totals.seconds = clock.now() - started + earlierSeconds
             totals.warnings = phase.warnings
             totals.errors = phase.errors
             try store.recordTotals(run.id, totals)
             try store.markStopped(run.id, stopped: stopped, message: message)
-        }
-        let counts = try store.sourceCounts(runID: run.id)
-        for index in phase.sources.indices {
-            phase.sources[index].counts = counts.first { $0.source == phase.sources[index].name } ?? SourceCounts(source: phase.sources[index].name)
         }
         var exported: [ExportedFile] = []
         var errors = phase.errors
@@ -499,12 +502,25 @@ public struct Runner: Sendable {
                 errors.append(RunProblem(error))
             }
         }
-        var report = RunReport(
-            runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: deadline ? .partial : .running,
-            sources: phase.sources, fetch: phase.totals.requests, exports: exported, warnings: phase.warnings,
-            errors: errors, seconds: clock.now() - started)
+        var report = try report(of: run, phase, outcome: deadline ? .partial : .running, exports: exported,
+                                warnings: phase.warnings, errors: errors, started: started, store: store)
         if deadline { report.deadlineLeft = phase.deadlineLeft } else { report.interrupted = stopped }
         return report
+    }
+
+    /// The report of `run` as this process ends it, each source with the
+    /// figures its committed pages booked in the store (a resumed run's and a
+    /// fleet's include what the other attempts and workers stored).
+    func report(of run: RunInfo, _ phase: CrawlPhase, outcome: RunStatus, exports: [ExportedFile], warnings: [RunProblem],
+                errors: [RunProblem], started: Double, store: any SnapshotStore) throws(StoreSyncError) -> RunReport {
+        let counts = try store.sourceCounts(runID: run.id)
+        var sources = phase.sources
+        for index in sources.indices {
+            sources[index].counts = counts.first { $0.source == sources[index].name } ?? SourceCounts(source: sources[index].name)
+        }
+        return RunReport(runID: run.id, job: job.name, night: run.night, resumed: run.resumed, outcome: outcome,
+                         sources: sources, fetch: phase.totals.requests, exports: exports, warnings: warnings, errors: errors,
+                         seconds: clock.now() - started)
     }
 
     /// Lint findings as report lines: requirements (and withheld feeds) as
@@ -548,7 +564,7 @@ public struct Runner: Sendable {
 
     /// Crawls every source in the job's order.
     func crawl(run: RunInfo, store: any SnapshotStore, options: RunOptions,
-               dealer: FleetDealer? = nil) async throws(StoreSyncError) -> CrawlPhase {
+               coordinator: any NightCoordinator = LocalNight()) async throws(StoreSyncError) -> CrawlPhase {
         let ownTransport = environment.transport == nil ? AsyncHTTPTransport() : nil
         let session: UpstreamSession
         do {
@@ -559,7 +575,7 @@ public struct Runner: Sendable {
             try? store.finishRun(run.id, status: .failed, message: error.description, at: environment.now())
             throw error
         }
-        let fetcher = Fetcher(transport: session.transport, settings: dealer.map { $0.worker.share(of: job.http) } ?? job.http,
+        let fetcher = Fetcher(transport: session.transport, settings: coordinator.httpSettings(job.http),
                               clock: clock, logger: logger)
 
         var phase = CrawlPhase()
@@ -583,7 +599,7 @@ public struct Runner: Sendable {
             let report = await crawl(source: source, baseURL: session.baseURL, run: run, store: store, fetcher: fetcher,
                                      upstreamComplete: upstreamComplete, progress: options.progress, deadline: deadline,
                                      deadlineLeft: &phase.deadlineLeft, stop: options.stop, warnings: &phase.warnings,
-                                     dealer: dealer)
+                                     coordinator: coordinator)
             phase.errors += report.errors
             phase.sources.append(report)
         }
@@ -610,7 +626,7 @@ public struct Runner: Sendable {
     func crawl(source: SourceSpec, baseURL: URL?, run: RunInfo, store: any SnapshotStore, fetcher: Fetcher,
                upstreamComplete: Bool = false, progress: (@Sendable (RunProgress) -> Void)?,
                deadline: Double? = nil, deadlineLeft: inout [String], stop: RunStop? = nil,
-               warnings: inout [RunProblem], dealer: FleetDealer? = nil) async -> SourceReport {
+               warnings: inout [RunProblem], coordinator: any NightCoordinator = LocalNight()) async -> SourceReport {
         var report = SourceReport(name: source.name, kind: source.kind, counts: SourceCounts(source: source.name),
                                   scopesTotal: 0, scopesComplete: 0, errors: [])
         let started = clock.now()
@@ -637,17 +653,57 @@ public struct Runner: Sendable {
             breakers: HostCircuitBreakers(threshold: job.http.circuitBreakerThreshold), clock: clock, logger: logger,
             concurrency: job.http.concurrency, progress: progress, deadline: deadline, stop: stop)
         progress?(.sourceStarted(source: source.name, scopes: scopes.count))
+        // Removals only once the whole source is crawled: a record that moved
+        // between scopes (a renamed podcast now found by another term) is seen.
+        let sweep: @Sendable (inout SourceCrawler.Result) -> Void = { [self] result in
+            for scope in scopes where scope.sweeps {
+                do throws(StoreSyncError) {
+                    let removal = try store.sweepScope(runID: run.id, source: source.name, scope: scope.id, removal: source.removal)
+                    if var warning = removal.guardWarning {
+                        // The suggested command names this job's file.
+                        warning = warning.replacingOccurrences(of: "storesync run \(SQLSnapshotStore.jobPlaceholder) ",
+                                                               with: "storesync run \(Self.shellWord(job.file)) ")
+                        result.warnings.append(RunProblem(code: RunProblem.guardRefused, source: source.name, scope: scope.id, message: warning))
+                        logger.warning("\(warning)")
+                    }
+                } catch {
+                    result.errors.append(RunProblem(error, source: source.name))
+                }
+            }
+            // Scopes the source followed before and no longer has (a feed whose
+            // podcast left the search, or the first `maxFeeds`): what they listed
+            // has left every scope. Only where the scopes are every selected input
+            // (`select: all`): a new-or-changed selection leaves unchanged ones out.
+            if inputRequest?.selection == .all, upstreamComplete {
+                let current = Set(scopes.map(\.id))
+                do throws(StoreSyncError) {
+                    for stale in try store.scopeStates() where stale.source == source.name && !current.contains(stale.scope) {
+                        _ = try store.retireScope(runID: run.id, source: source.name, scope: stale.scope)
+                    }
+                } catch {
+                    result.errors.append(RunProblem(error, source: source.name))
+                }
+            }
+        }
+        let keepOwed: @Sendable (CrawlStep, [CrawlScope], inout SourceCrawler.Result) -> Void = { [self] step, scopes, result in
+            switch step {
+            case .scopes:
+                // Only a new-or-changed selection owes work past tonight: `select: all` takes every input each night.
+                if inputRequest?.selection == .newOrChanged {
+                    keepPending(consumer: source.name, scopes: scopes, result: &result, store: store)
+                }
+            case .followUps:
+                // Also with none: a record owed before may have been removed upstream.
+                keepPending(consumer: Self.followUpConsumer(source), scopes: scopes, result: &result, store: store)
+            }
+        }
+        let night = SourceNight(source: source, run: run, crawler: crawler, loops: job.http.concurrency, stop: stop,
+                                keepOwed: keepOwed, sweep: sweep)
+
         // The first load of an empty snapshot writes without lookups and builds its key indexes once at the end.
         let firstLoad = (try? store.beginFirstLoad()) ?? false
-        var result: SourceCrawler.Result
-        var fleetEarly: SourceCrawler.Result?
-        if let dealer {
-            // This worker crawls the scopes it claims; `result` is the fleet's, once every scope is done.
-            (result, fleetEarly) = await dealer.crawl(scopes, phase: "scopes", source: source, crawler: crawler,
-                                                      loops: job.http.concurrency, stop: stop)
-        } else {
-            result = await crawler.crawl(scopes)
-        }
+        let crawled = await coordinator.crawl(.scopes, scopes, of: night)
+        var result = crawled.result
         if firstLoad {
             do {
                 try store.endFirstLoad()
@@ -671,125 +727,38 @@ public struct Runner: Sendable {
             report.errors = result.errors
             return report
         }
-        if let early = fleetEarly { return stoppedEarly(early, byDeadline: !early.deadlineLeft.isEmpty) }
-        if let dealer {
-            // The fleet's pages of these scopes go into the snapshot once, in their order (FleetStaging);
-            // every worker waits for it, since what follows reads what they wrote.
-            do throws(StoreSyncError) {
-                _ = try await dealer.finish(source: source.name, phase: "applied", stop: stop) { () async throws(StoreSyncError) -> String in
-                    try await dealer.store.applyStaged(runID: run.id, source: source.name, scopes: scopes.map(\.id))
-                    return ""
-                }
-            } catch {
-                result.errors.append(RunProblem(error, source: source.name))
-            }
-        }
+        if let early = crawled.stoppedEarly { return stoppedEarly(early, byDeadline: !early.deadlineLeft.isEmpty) }
+        // What follows reads what the scopes wrote.
+        await coordinator.scopesCrawled(scopes, of: night, result: &result)
         if stop?.isRequested == true { return stoppedEarly(result, byDeadline: false) }
         if !result.deadlineLeft.isEmpty { return stoppedEarly(result, byDeadline: true) }
-        // In a fleet, what stays owed is decided once, by the source's closing step below.
-        if inputRequest?.selection == .newOrChanged, dealer == nil {
-            keepPending(consumer: source.name, scopes: scopes, result: &result, store: store)
-        }
+        coordinator.scopesEnded(scopes, of: night, result: &result)
 
         // Details of what the source's own scopes added or changed (marketplace products).
-        var followUps: [CrawlScope] = []
-        var followUpsSelected = false
+        var followUps: [CrawlScope]?
         if source.settings.hasFollowUps {
             do {
                 let changed = try store.inputRecords(source: source.name, entities: [], selection: .newOrChanged,
                                                      runID: run.id, consumer: Self.followUpConsumer(source), fields: [])
                 followUps = source.followUpScopes(baseURL: baseURL, newOrChanged: changed)
-                followUpsSelected = true
             } catch {
                 result.errors.append(RunProblem(error, source: source.name))
             }
         }
-        if !followUps.isEmpty {
-            progress?(.sourceStarted(source: source.name, scopes: followUps.count))
-            var followed: SourceCrawler.Result
-            if let dealer {
-                let dealt = await dealer.crawl(followUps, phase: "follow-ups", source: source, crawler: crawler,
-                                               loops: job.http.concurrency, stop: stop)
-                if let early = dealt.stoppedEarly { return stoppedEarly(early, byDeadline: !early.deadlineLeft.isEmpty) }
-                followed = dealt.result
-            } else {
-                followed = await crawler.crawl(followUps)
-                keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &followed, store: store)
-            }
-            result.add(followed)
-            // As above: the details not fetched stay owed (kept pending) and nothing is swept.
-            if !followed.deadlineLeft.isEmpty { return stoppedEarly(result, byDeadline: true) }
-        } else if followUpsSelected, dealer == nil {
-            // Nothing owed any more (a pending record may have been removed upstream).
-            keepPending(consumer: Self.followUpConsumer(source), scopes: [], result: &result, store: store)
+        if let followUps {
+            if !followUps.isEmpty { progress?(.sourceStarted(source: source.name, scopes: followUps.count)) }
+            let followed = await coordinator.crawl(.followUps, followUps, of: night)
+            if let early = followed.stoppedEarly { return stoppedEarly(early, byDeadline: !early.deadlineLeft.isEmpty) }
+            result.add(followed.result)
+            // As above: the details not fetched stay owed and nothing is swept.
+            if !followed.result.deadlineLeft.isEmpty { return stoppedEarly(result, byDeadline: true) }
         }
         if let first = result.cappedScopes.first {
             // One line per source: a cap usually stops many scopes at once.
             let count = result.cappedScopes.count
             result.warnings.append(RunProblem(code: RunProblem.capped, source: source.name, scope: count == 1 ? first : nil, message: "\(source.name): \(count) scope\(count == 1 ? "" : "s") (\(first)\(count > 1 ? ", …" : "")) stopped at the configured cap (maxResults/maxPages); records past it were not seen, so none were removed"))
         }
-
-        // Removals only once the whole source is crawled: a record that moved
-        // between scopes (a renamed podcast now found by another term) is seen.
-        func close(_ result: inout SourceCrawler.Result) {
-            for scope in scopes where scope.sweeps {
-                do {
-                    let removal = try store.sweepScope(runID: run.id, source: source.name, scope: scope.id, removal: source.removal)
-                    if var warning = removal.guardWarning {
-                        // The suggested command names this job's file.
-                        warning = warning.replacingOccurrences(of: "storesync run \(SQLSnapshotStore.jobPlaceholder) ",
-                                                               with: "storesync run \(Self.shellWord(job.file)) ")
-                        result.warnings.append(RunProblem(code: RunProblem.guardRefused, source: source.name, scope: scope.id, message: warning))
-                        logger.warning("\(warning)")
-                    }
-                } catch {
-                    result.errors.append(RunProblem(error, source: source.name))
-                }
-            }
-            // Scopes the source followed before and no longer has (a feed whose
-            // podcast left the search, or the first `maxFeeds`): what they listed
-            // has left every scope. Only where the scopes are every selected input
-            // (`select: all`): a new-or-changed selection leaves unchanged ones out.
-            if inputRequest?.selection == .all, upstreamComplete {
-                let current = Set(scopes.map(\.id))
-                do {
-                    for stale in try store.scopeStates() where stale.source == source.name && !current.contains(stale.scope) {
-                        _ = try store.retireScope(runID: run.id, source: source.name, scope: stale.scope)
-                    }
-                } catch {
-                    result.errors.append(RunProblem(error, source: source.name))
-                }
-            }
-        }
-        if let dealer {
-            // One worker closes the source, on what the whole fleet saw; every
-            // worker then reads what that found, so all report the same.
-            var closing = SourceCrawler.Result()
-            closing.settled = result.settled
-            do throws(StoreSyncError) {
-                _ = try await dealer.finish(source: source.name, stop: stop) { () async throws(StoreSyncError) -> String in
-                    // Also what makes the removal pass see the whole fleet's crawl (even with no follow-ups).
-                    try await dealer.store.applyStaged(runID: run.id, source: source.name, scopes: followUps.map(\.id))
-                    if inputRequest?.selection == .newOrChanged {
-                        keepPending(consumer: source.name, scopes: scopes, result: &closing, store: store)
-                    }
-                    if followUpsSelected {
-                        keepPending(consumer: Self.followUpConsumer(source), scopes: followUps, result: &closing, store: store)
-                    }
-                    close(&closing)
-                    return FleetDealer.encode(closing)
-                }
-                if let outcome = try dealer.store.claimOutcomes(runID: run.id, source: source.name, phase: "finish")["#finish"] {
-                    let closed = FleetDealer.decode(outcome)
-                    result.warnings += closed.warnings
-                    result.errors += closed.errors
-                }
-            } catch {
-                result.errors.append(RunProblem(error, source: source.name))
-            }
-        } else {
-            close(&result)
-        }
+        await coordinator.close(night, scopes: scopes, followUps: followUps, result: &result)
         if result.drift > 0 {
             logger.notice("\(source.name): \(result.drift) rows appeared twice within a scope (the listing shifted while it was paged); each was stored once")
         }

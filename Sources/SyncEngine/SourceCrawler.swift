@@ -125,7 +125,11 @@ struct SourceCrawler: Sendable {
     /// the writer is free): a kill loses at most that many, fetched again on resume.
     static let pagesPerTransaction = 8
 
-    struct Result: Sendable {
+    /// What a crawl of scopes found. A fleet keeps each scope's with its
+    /// claim (as JSON, ``Codable``) for the source's closing step, which reads
+    /// the whole fleet's: so every member is encoded, and an outcome an older
+    /// worker stored (without `total` or `deadlineLeft`) still decodes.
+    struct Result: Sendable, Codable {
         var scopesTotal = 0
         /// Scopes that ended as intended: complete, or stopped at a cap they asked for.
         var scopesComplete = 0
@@ -159,6 +163,29 @@ struct SourceCrawler: Sendable {
             settled.formUnion(other.settled)
             recoveredScopes += other.recoveredScopes
             deadlineLeft += other.deadlineLeft
+        }
+
+        // The stored names: "complete" and the rest are what fleet workers wrote before this was Codable.
+        private enum CodingKeys: String, CodingKey {
+            case scopesTotal = "total", scopesComplete = "complete", errors, warnings, drift, unchangedPages
+            case cappedScopes = "capped", goneScopes = "gone", settled, recoveredScopes = "recovered", deadlineLeft
+        }
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let fields = try decoder.container(keyedBy: CodingKeys.self)
+            scopesTotal = try fields.decodeIfPresent(Int.self, forKey: .scopesTotal) ?? 0
+            scopesComplete = try fields.decodeIfPresent(Int.self, forKey: .scopesComplete) ?? 0
+            errors = try fields.decodeIfPresent([RunProblem].self, forKey: .errors) ?? []
+            warnings = try fields.decodeIfPresent([RunProblem].self, forKey: .warnings) ?? []
+            drift = try fields.decodeIfPresent(Int.self, forKey: .drift) ?? 0
+            unchangedPages = try fields.decodeIfPresent(Int.self, forKey: .unchangedPages) ?? 0
+            cappedScopes = try fields.decodeIfPresent([String].self, forKey: .cappedScopes) ?? []
+            goneScopes = try fields.decodeIfPresent([String].self, forKey: .goneScopes) ?? []
+            settled = try fields.decodeIfPresent(Set<String>.self, forKey: .settled) ?? []
+            recoveredScopes = try fields.decodeIfPresent([String].self, forKey: .recoveredScopes) ?? []
+            deadlineLeft = try fields.decodeIfPresent([String].self, forKey: .deadlineLeft) ?? []
         }
     }
 

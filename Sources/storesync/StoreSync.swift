@@ -114,7 +114,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Hand over to this job the store of the job named (a renamed job, or a store moved between jobs on purpose); refused unless the store's runs are that job's, so it cannot stay in a crontab.", valueName: "job"))
     var takeOverFrom: String?
 
-    @Flag(help: "Be one of several workers of a night on a PostgreSQL store: claim scopes with leases, crawl them, write no exports (`storesync export` does, after). Exits 75 if another worker took over one of its scopes.")
+    @Flag(help: "Be one of several workers of a night on a PostgreSQL store: claim scopes with leases, crawl them, write no exports (the night owes them until `storesync export` writes them, after). Exits 75 if another worker took over one of its scopes.")
     var worker = false
 
     @Option(help: ArgumentHelp("The night every worker of it names alike (default: $STORESYNC_FLEET, else today's UTC date, with -night-N after it when --night N is given).", valueName: "key"))
@@ -289,7 +289,10 @@ struct Export: AsyncParsableCommand {
         abstract: "Write a job's exports again from the snapshot, without crawling.",
         discussion: """
             Uses the last finished run: its changes, its date and its report. The same snapshot always gives \
-            byte-identical files, so this is safe to run after changing an export's options.
+            byte-identical files, so this is safe to run after changing an export's options. A night that still \
+            owes its exports (a fleet's, once its workers are done; a run killed while it exported) gets them \
+            as its run would have written them: the artwork mirror filled, enclosures checked, the reports, \
+            retention and the webhook; the exit code is the night's, as `run` gives it.
             """
     )
 
@@ -303,25 +306,35 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         var lintFailed = false
+        var nightExit: Int32?
         do {
             let spec = try Wiring.load(job, sets: overrides.sets)
             let signals = GracefulStop(job: spec, exitAtFirst: true)
             defer { withExtendedLifetime(signals) {} }
-            let files = try Reexport.run(job: spec, logger: Logger(label: "storesync"))
-            let lint = Reexport.lintLines(files, outputDirectory: spec.outputDirectory)
-            // -q: only what needs a look (the lint's warnings, on stderr).
-            if !logging.quiet {
-                for file in files where !file.withheld {
-                    print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
+            let logger = Logger(label: "storesync")
+            // A night that owes its exports (a fleet's, whose workers write none) ends here, as its run would have.
+            if let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).exportOwedNight() {
+                if !logging.quiet { print(report.summaryText) } else if report.outcome != .ok { printError(report.summaryText) }
+                nightExit = report.nightOutcome.exitCode ?? 0
+            } else {
+                let files = try Reexport.run(job: spec, logger: logger)
+                let lint = Reexport.lintLines(files, outputDirectory: spec.outputDirectory)
+                // -q: only what needs a look (the lint's warnings, on stderr).
+                if !logging.quiet {
+                    for file in files where !file.withheld {
+                        print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes)")
+                    }
+                    for line in lint.notices { print("note: \(line)") }
                 }
-                for line in lint.notices { print("note: \(line)") }
+                for line in lint.warnings { printError("warning: \(line)") }
+                lintFailed = !lint.warnings.isEmpty
             }
-            for line in lint.warnings { printError("warning: \(line)") }
-            lintFailed = !lint.warnings.isEmpty
         } catch {
             printError(error.description)
             throw ExitCode(exitStatus(for: error).rawValue)
         }
+        // The exit code the night's report, metrics, webhook and `status` give.
+        if let nightExit, nightExit != 0 { throw ExitCode(nightExit) }
         // A feed that breaks Apple's rules gets the same verdict as in a run: finished with warnings.
         if lintFailed { throw ExitCode(RunStatus.partial.exitCode) }
     }

@@ -21,7 +21,7 @@ struct FleetTests {
     /// Several kinds of scope: a paged list with follow-ups (marketplace
     /// details), searches whose records move between terms, a dependent
     /// lookup; churn every night, removals at the first miss for the market.
-    static func yaml(store: String, faults: String) -> String {
+    static func yaml(store: String, faults: String, notify: URL? = nil) -> String {
         """
         name: fleet
         store: \(store)
@@ -40,25 +40,28 @@ struct FleetTests {
             removal: { afterMisses: 2, maxRatio: 0.5 }
           - { name: details, kind: itunes-lookup, from: podcasts }
         exports:
+          - { kind: artwork, directory: artwork, budgetMB: 5, artworkBaseURL: "https://example.com/artwork" }
           - { kind: sqlite, path: fleet.sqlite }
           - { kind: csv, directory: csv }
           - { kind: changes-csv, path: changes.csv }
+          - { kind: run-report, path: report.json }
+          - { kind: metrics, path: storesync.prom }
           - kind: feed
             feed: podcasts-updated
             rss: feeds/podcasts.xml
             atom: feeds/podcasts.atom
             title: Updated podcasts
             selfURL: https://example.com/feeds/podcasts.xml
-        """
+        """ + (notify.map { "\nnotify: { url: \"\($0.absoluteString)\", on: always }\n" } ?? "")
     }
 
     /// Every run of both sides starts at this moment, so the exports' dates agree.
     static let start = Date(timeIntervalSince1970: 1_790_000_000)
 
-    static func job(_ directory: URL, store: String, faults: String = "") throws -> JobSpec {
+    static func job(_ directory: URL, store: String, faults: String = "", notify: URL? = nil) throws -> JobSpec {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("job.yml").path
-        try yaml(store: store, faults: faults).write(toFile: path, atomically: true, encoding: .utf8)
+        try yaml(store: store, faults: faults, notify: notify).write(toFile: path, atomically: true, encoding: .utf8)
         return try JobLoader.load(path: path, rules: .cli)
     }
 
@@ -69,9 +72,12 @@ struct FleetTests {
 
     @Test func threeWorkersWriteWhatOneProcessWrites() async throws {
         let directory = TestPaths.temporaryDirectory("fleet-three")
-        let single = try Self.job(directory.appendingPathComponent("single"), store: "store/snapshot.sqlite")
+        // Each side's webhook: the night's report, posted once, by whoever ends the night.
+        let singleHook = try WebhookReceiver(), fleetHook = try WebhookReceiver()
+        defer { singleHook.stop(); fleetHook.stop() }
+        let single = try Self.job(directory.appendingPathComponent("single"), store: "store/snapshot.sqlite", notify: singleHook.url)
         let url = try TemporaryPostgres.shared().createDatabase()
-        let fleet = try Self.job(directory.appendingPathComponent("fleet"), store: url)
+        let fleet = try Self.job(directory.appendingPathComponent("fleet"), store: url, notify: fleetHook.url)
         for night in 1...3 {
             let reference = try await Runner(job: single, environment: Self.environment(single)).run()
             #expect(reference.outcome == .ok, "\(reference.summaryText)")
@@ -86,7 +92,21 @@ struct FleetTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(reports.allSatisfy { $0.outcome == reference.outcome && $0.runID == reference.runID })
-            _ = try Reexport.run(job: fleet)
+            // The night owes its exports until they are written once, after the workers, as its run would have.
+            let last = try #require(try PostgresBackend().open(url).runs(limit: 1).first)
+            #expect(last.exportsPending)
+            let exported = try #require(try await Runner(job: fleet, environment: Self.environment(fleet)).exportOwedNight())
+            #expect(exported.outcome == reference.outcome && exported.runID == reference.runID)
+            #expect(exported.artwork?.published == reference.artwork?.published, "\(exported.summaryText)")
+            #expect((reference.artwork?.published ?? 0) > 0, "\(reference.summaryText)")
+            #expect(exported.notify?.delivered == true, "\(exported.summaryText)")
+            // The workers posted nothing: the night ended with its exports.
+            try #require(singleHook.requests.count == night && fleetHook.requests.count == night,
+                         "\(singleHook.requests.count) and \(fleetHook.requests.count) posts after night \(night)")
+            #expect(StoreComparison.withoutTimings(Data(fleetHook.requests[night - 1].body), "report.json")
+                    == StoreComparison.withoutTimings(Data(singleHook.requests[night - 1].body), "report.json"))
+            // Owed once: a second export writes the same files again, from the snapshot.
+            #expect(try await Runner(job: fleet, environment: Self.environment(fleet)).exportOwedNight() == nil)
             try StoreComparison.expectSameStore(url, single.storePath, directory: directory, label: "night \(night)")
             try StoreComparison.expectSameExports(URL(fileURLWithPath: single.outputDirectory),
                                                   URL(fileURLWithPath: fleet.outputDirectory))
@@ -172,7 +192,7 @@ struct FleetTests {
         #expect(joined.id == run.id)
         for (worker, name, scope, records) in [(workerA, "A", "s1", [record("a", "A")]),
                                                (workerB, "B", "s2", [record("b", "B"), record("c", "C")])] {
-            guard case .claimed(let claim) = try worker.claimScope(runID: run.id, source: "search", phase: "scopes", among: [scope],
+            guard case .claimed(let claim) = try worker.claimScope(runID: run.id, source: "search", phase: .scopes, among: [scope],
                                                                  worker: name, leaseSeconds: 30) else {
                 Issue.record("worker \(name) could not claim \(scope)")
                 return
@@ -183,7 +203,7 @@ struct FleetTests {
             try worker.completeClaim(claim, runID: run.id, outcome: "")
         }
         // Worker A closes the source: the log of both scopes, then the sweeps.
-        guard case .claimed(let close) = try workerA.claimScope(runID: run.id, source: "search", phase: "finish", among: ["#finish"],
+        guard case .claimed(let close) = try workerA.claimScope(runID: run.id, source: "search", phase: .finish, among: ["#finish"],
                                                                worker: "A", leaseSeconds: 30) else {
             Issue.record("the closing step could not be claimed")
             return
@@ -253,6 +273,14 @@ struct FleetTests {
         let zombieSaid = try String(contentsOf: logs.appendingPathComponent("zombie.err"), encoding: .utf8)
         #expect(zombieEnd == .exited(75), "\(zombieSaid)")
         #expect(zombieSaid.contains("no longer holds") && zombieSaid.contains("nothing more was committed"), "\(zombieSaid)")
+        // The export Job that follows the workers ends the night: its exports, with the night's exit code.
+        let export = try ChildProcess(binary.path, ["export", fleet.file, "-q"],
+                                      stdout: logs.appendingPathComponent("export.out").path,
+                                      stderr: logs.appendingPathComponent("export.err").path)
+        let exportEnd = await export.wait()
+        let exportSaid = (try? String(contentsOf: logs.appendingPathComponent("export.err"), encoding: .utf8)) ?? ""
+        #expect(exportEnd == .exited(0), "\(exportSaid)")
+        #expect(FileManager.default.fileExists(atPath: URL(fileURLWithPath: fleet.outputDirectory).appendingPathComponent("artwork").path))
         try StoreComparison.expectSameStore(url, single.storePath, directory: directory, label: "after a kill and a zombie",
                                             ignoreRequests: true)
     }
@@ -312,8 +340,29 @@ enum StoreComparison {
         for name in names where name != ".storesync-history" {
             let a = try Data(contentsOf: single.appendingPathComponent(name))
             let b = try Data(contentsOf: fleet.appendingPathComponent(name))
-            #expect(a == b, "\(name) differs between the single process and the fleet")
+            #expect(withoutTimings(a, name) == withoutTimings(b, name), "\(name) differs between the single process and the fleet")
         }
+    }
+
+    /// A run report or metrics file without how long things took (a fleet's
+    /// night and one process's take different times); any other file as it is.
+    static func withoutTimings(_ data: Data, _ name: String) -> String {
+        let text = String(decoding: data, as: UTF8.self)
+        if name.hasSuffix(".prom") {
+            return text.split(separator: "\n").filter {
+                !$0.hasPrefix("storesync_run_duration_seconds{") && !$0.hasPrefix("storesync_source_seconds{")
+            }.joined(separator: "\n")
+        }
+        guard name.hasSuffix("report.json"), let object = try? JSONSerialization.jsonObject(with: data) else { return text }
+        func strip(_ value: Any) -> Any {
+            if let fields = value as? [String: Any] {
+                return fields.filter { $0.key != "seconds" }.mapValues(strip)
+            }
+            if let list = value as? [Any] { return list.map(strip) }
+            return value
+        }
+        let stripped = try? JSONSerialization.data(withJSONObject: strip(object), options: [.sortedKeys])
+        return stripped.map { String(decoding: $0, as: UTF8.self) } ?? text
     }
 
     static func psql(_ url: String, _ sql: String) throws -> String {

@@ -2,19 +2,38 @@ import Catalog
 import Foundation
 import Synchronization
 
+/// What a fleet's claim is for: the steps of a night that exactly one worker
+/// does, each claimed under its name (stored in `scope_claims.phase`, so the
+/// raw values are the store's and never change).
+public enum FleetPhase: String, Sendable, Hashable, CaseIterable {
+    /// One of a source's own scopes, crawled.
+    case scopes
+    /// One of a source's follow-up scopes (marketplace details), crawled.
+    case followUps = "follow-ups"
+    /// The pages the workers staged for a source's own scopes, applied to the snapshot in scope order.
+    case applied
+    /// A source's closing step: its follow-ups' staged pages applied, what stays owed, the removal pass.
+    case finish
+    /// The run's verdict and totals, recorded once every source is closed.
+    case run
+
+    /// Whether a claim of this phase is a scope's crawl, whose writes are fenced
+    /// to that scope; the other phases act on the whole source.
+    public var crawlsAScope: Bool { self == .scopes || self == .followUps }
+}
+
 /// A scope (or a source's closing step) a worker holds, until its lease runs out.
 public struct ScopeClaim: Sendable, Hashable {
     public let source: String
-    /// `scopes` (a source's own), `follow-ups`, `finish` (the source's removal
-    /// pass) or `run` (the run's verdict): what a claim is for.
-    public let phase: String
+    /// What the claim is for.
+    public let phase: FleetPhase
     public let scope: String
     /// This claim's own id: a worker started twice under one name still holds two.
     public let token: String
 
     /// The scope whose writes the claim fences: its own for a crawl, the whole
     /// source (`*`) for the source's closing step.
-    var fencedScope: String { phase == "scopes" || phase == "follow-ups" ? scope : "*" }
+    var fencedScope: String { phase.crawlsAScope ? scope : "*" }
 }
 
 /// What a worker asking for work is told.
@@ -105,17 +124,17 @@ extension SQLSnapshotStore {
     /// Claims the first scope of `scopes` (in their order) that no live
     /// worker holds and that is not done: a new one, or one whose lease ran
     /// out (taken over: its pages resume from the last committed one).
-    package func claimScope(runID: Int64, source: String, phase: String, among scopes: [String], worker: String,
+    package func claimScope(runID: Int64, source: String, phase: FleetPhase, among scopes: [String], worker: String,
                             leaseSeconds: Double) throws(StoreSyncError) -> ClaimAnswer {
         try wrap {
             try engine.write { db in
                 // Claims of one source and phase are decided one at a time.
-                try db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ["claims\t\(runID)\t\(source)\t\(phase)"])
+                try db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ["claims\t\(runID)\t\(source)\t\(phase.rawValue)"])
                 var held: [String: (done: Bool, secondsLeft: Double)] = [:]
                 for row in try db.rows("""
                     SELECT scope, done, EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8
                     FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ?
-                    """, [runID, source, phase]) {
+                    """, [runID, source, phase.rawValue]) {
                     held[row[0]] = (row[1], row[2])
                 }
                 var soonest: Double?
@@ -125,14 +144,14 @@ extension SQLSnapshotStore {
                         try db.execute("""
                             INSERT INTO scope_claims (run_id, source, phase, scope, worker, token, expires_at)
                             VALUES (?, ?, ?, ?, ?, ?, clock_timestamp() + ? * interval '1 second')
-                            """, [runID, source, phase, scope, worker, token, leaseSeconds])
+                            """, [runID, source, phase.rawValue, scope, worker, token, leaseSeconds])
                         return .claimed(ScopeClaim(source: source, phase: phase, scope: scope, token: token))
                     }
                     if claim.done { continue }
                     if claim.secondsLeft <= 0, let recheck = try db.row("""
                         SELECT done, EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8
                         FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? FOR UPDATE
-                        """, [runID, source, phase, scope]) {
+                        """, [runID, source, phase.rawValue, scope]) {
                         // Locked, then read again: a holder's commit in flight (which renews
                         // its lease in the same transaction, however long it took) is waited
                         // for before its scope is judged abandoned. Only this row is locked,
@@ -148,7 +167,7 @@ extension SQLSnapshotStore {
                             UPDATE scope_claims SET worker = ?, token = ?, expires_at = clock_timestamp() + ? * interval '1 second',
                                 takeovers = takeovers + 1
                             WHERE run_id = ? AND source = ? AND phase = ? AND scope = ?
-                            """, [worker, token, leaseSeconds, runID, source, phase, scope])
+                            """, [worker, token, leaseSeconds, runID, source, phase.rawValue, scope])
                         return .claimed(ScopeClaim(source: source, phase: phase, scope: scope, token: token))
                     }
                     soonest = min(soonest ?? claim.secondsLeft, claim.secondsLeft)
@@ -175,7 +194,7 @@ extension SQLSnapshotStore {
                 try checkFence(db, source: claim.source, scope: claim.fencedScope)
                 try db.execute("""
                     UPDATE scope_claims SET done = true, outcome = ? WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ?
-                    """, [outcome, runID, claim.source, claim.phase, claim.scope, claim.token])
+                    """, [outcome, runID, claim.source, claim.phase.rawValue, claim.scope, claim.token])
             }
         }
     }
@@ -193,20 +212,20 @@ extension SQLSnapshotStore {
                         UPDATE scope_claims SET expires_at = clock_timestamp() + ? * interval '1 second'
                         WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ?
                             AND (done OR expires_at > clock_timestamp())
-                        """, [leaseSeconds, runID, claim.source, claim.phase, claim.scope, claim.token]) == 0
+                        """, [leaseSeconds, runID, claim.source, claim.phase.rawValue, claim.scope, claim.token]) == 0
                 }
             }
         }
     }
 
     /// What each done scope of `phase` reported, by scope.
-    package func claimOutcomes(runID: Int64, source: String, phase: String) throws(StoreSyncError) -> [String: String] {
+    package func claimOutcomes(runID: Int64, source: String, phase: FleetPhase) throws(StoreSyncError) -> [String: String] {
         try wrap {
             try engine.read { db in
                 var outcomes: [String: String] = [:]
                 for row in try db.rows("""
                     SELECT scope, outcome FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND done
-                    """, [runID, source, phase]) {
+                    """, [runID, source, phase.rawValue]) {
                     outcomes[row[0]] = row[1] as String? ?? ""
                 }
                 return outcomes
@@ -228,10 +247,10 @@ extension SQLSnapshotStore {
         let renewed = try db.execute("""
             UPDATE scope_claims SET expires_at = clock_timestamp() + ? * interval '1 second'
             WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ? AND NOT done AND expires_at > clock_timestamp()
-            """, [fence.leaseSeconds, fence.runID, claim.source, claim.phase, claim.scope, claim.token])
+            """, [fence.leaseSeconds, fence.runID, claim.source, claim.phase.rawValue, claim.scope, claim.token])
         guard renewed == 1 else {
             let holder = try db.row("SELECT worker, token FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ?",
-                                    [fence.runID, claim.source, claim.phase, claim.scope])
+                                    [fence.runID, claim.source, claim.phase.rawValue, claim.scope])
             let other = holder.flatMap { row -> String? in (row[1] as String) == claim.token ? nil : row[0] }
             let error = StoreSyncError.leaseLost(store: path, scope: "\(claim.source)/\(claim.scope)", worker: fence.worker, holder: other)
             fenceLost.withLock { $0 = $0 ?? error }
@@ -244,7 +263,7 @@ extension SQLSnapshotStore {
     package func noteLost(_ claim: ScopeClaim, runID: Int64, worker: String) {
         let holder = try? engine.read { db in
             try db.value(as: String.self, "SELECT worker FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token <> ?",
-                         [runID, claim.source, claim.phase, claim.scope, claim.token])
+                         [runID, claim.source, claim.phase.rawValue, claim.scope, claim.token])
         }
         let error = StoreSyncError.leaseLost(store: path, scope: "\(claim.source)/\(claim.scope)", worker: worker, holder: holder ?? nil)
         fenceLost.withLock { $0 = $0 ?? error }
