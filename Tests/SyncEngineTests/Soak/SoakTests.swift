@@ -23,12 +23,13 @@ import TestSupport
     let directory = TestPaths.temporaryDirectory("soak")
 
     /// `jobs/demo.yml` with its store and output inside `directory` and a smaller world.
-    func demoJob(podcasts: Int = Self.podcasts, products: Int = Self.products, maxFeeds: Int = Self.maxFeeds) throws -> JobSpec {
+    func demoJob(podcasts: Int = Self.podcasts, products: Int = Self.products, maxFeeds: Int = Self.maxFeeds,
+                 store: String = "store/snapshot.sqlite") throws -> JobSpec {
         let demo = try String(contentsOf: TestPaths.repoRoot.appendingPathComponent("jobs/demo.yml"), encoding: .utf8)
         var lines: [String] = []
         for line in demo.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
             if line.hasPrefix("store:") {
-                lines.append("store: store/snapshot.sqlite")
+                lines.append("store: \(store)")
             } else if line.hasPrefix("output:") {
                 lines.append("output: out")
             } else if line.hasPrefix("  podcasts:") {
