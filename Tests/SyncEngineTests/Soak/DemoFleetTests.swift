@@ -17,8 +17,8 @@ struct DemoFleetTests {
     @Test func theDemoAsAFleetWritesWhatOneProcessWrites() async throws {
         let single = SoakTests(), fleet = SoakTests()
         let url = try TemporaryPostgres.shared().createDatabase()
-        let singleJob = try single.demoJob(podcasts: 300, products: 120, maxFeeds: 6)
-        let fleetJob = try fleet.demoJob(podcasts: 300, products: 120, maxFeeds: 6, store: url)
+        let singleJob = try single.demoJob(podcasts: 150, products: 60, maxFeeds: 3)
+        let fleetJob = try fleet.demoJob(podcasts: 150, products: 60, maxFeeds: 3, store: url)
         for night in 1...2 {
             let stamp = DemoGoldenTests.stamp(night: night)
             func environment(_ job: JobSpec) -> RunEnvironment {
