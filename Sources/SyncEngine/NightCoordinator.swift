@@ -106,7 +106,6 @@ struct FleetNight: NightCoordinator {
     var speaksForRun: Bool { false }
 
     func crawl(_ step: CrawlStep, _ scopes: [CrawlScope], of night: SourceNight) async -> StepCrawl {
-        if step == .followUps, scopes.isEmpty { return StepCrawl() }
         let dealt = await dealer.crawl(scopes, phase: step.fleetPhase, source: night.source, crawler: night.crawler,
                                        loops: night.loops, stop: night.stop)
         return StepCrawl(result: dealt.result, stoppedEarly: dealt.stoppedEarly)
