@@ -81,9 +81,7 @@ extension Runner {
         let store = try environment.store.open(job.storePath)
         guard let last = try store.runs(limit: 1).first, last.exportsPending else { return nil }
         // Another job's records under this job's templates would mix two catalogues in one output.
-        if last.job != job.name {
-            throw .storeOfAnotherJob(store: job.storePath, owner: last.job, job: job.name, jobFile: job.file)
-        }
+        try checkStoreOwner(last, RunOptions())
         try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
         logger.notice("run \(last.id) finished its crawl and owes its exports: writing them as its night would have")
         let run = RunInfo(id: last.id, night: last.night, resumed: false, startedAt: last.startedAt,
