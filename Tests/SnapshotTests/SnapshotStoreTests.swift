@@ -331,6 +331,8 @@ import TestSupport
             let lock = try backend.lock(location)
             #expect(throws: StoreSyncError.self) { try backend.lock(location) }
             #expect(backend.lockHolder(location) != nil)
+            // Another store (on PostgreSQL, another database of the same server) is not held by it.
+            #expect(backend.lockHolder(try engine.makeLocation()) == nil)
             withExtendedLifetime(lock) {}
         }
         // Released with its holder: the next run takes it.

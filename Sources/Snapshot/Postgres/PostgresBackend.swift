@@ -68,6 +68,8 @@ public struct PostgresBackend: StoreBackend {
                    to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'advisory' AND l.granted AND l.classid = ? AND l.objid = ?
+                -- Advisory locks are per database; pg_locks lists the whole server's.
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
             """, [Int64(key >> 32), Int64(key & 0xFFFF_FFFF)]).first else { return nil }
         let application: String = row[1]
         return "\(application.isEmpty ? "a client" : application) (server pid \(row[0] as Int64), from \(row[2] as String), connected \(row[3] as String))"
