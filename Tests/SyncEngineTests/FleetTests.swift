@@ -21,7 +21,7 @@ struct FleetTests {
     /// Several kinds of scope: a paged list with follow-ups (marketplace
     /// details), searches whose records move between terms, a dependent
     /// lookup; churn every night, removals at the first miss for the market.
-    static func yaml(store: String, faults: String, notify: URL? = nil) -> String {
+    static func yaml(store: String, faults: String, notify: URL? = nil, cap: Int? = nil) -> String {
         """
         name: fleet
         store: \(store)
@@ -36,7 +36,7 @@ struct FleetTests {
           - name: podcasts
             kind: itunes-search
             terms: [news, history, science, comedy]
-            pageSize: 25
+            pageSize: 25\(cap.map { "\n    maxResults: \($0)" } ?? "")
             removal: { afterMisses: 2, maxRatio: 0.5 }
           - { name: details, kind: itunes-lookup, from: podcasts }
         exports:
@@ -58,10 +58,10 @@ struct FleetTests {
     /// Every run of both sides starts at this moment, so the exports' dates agree.
     static let start = Date(timeIntervalSince1970: 1_790_000_000)
 
-    static func job(_ directory: URL, store: String, faults: String = "", notify: URL? = nil) throws -> JobSpec {
+    static func job(_ directory: URL, store: String, faults: String = "", notify: URL? = nil, cap: Int? = nil) throws -> JobSpec {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("job.yml").path
-        try yaml(store: store, faults: faults, notify: notify).write(toFile: path, atomically: true, encoding: .utf8)
+        try yaml(store: store, faults: faults, notify: notify, cap: cap).write(toFile: path, atomically: true, encoding: .utf8)
         return try JobLoader.load(path: path, rules: .cli)
     }
 
@@ -111,6 +111,65 @@ struct FleetTests {
             try StoreComparison.expectSameExports(URL(fileURLWithPath: single.outputDirectory),
                                                   URL(fileURLWithPath: fleet.outputDirectory))
         }
+    }
+
+    /// A night that did not go well (its searches stopped at the job's cap:
+    /// partial, exit 2) ended by the export after a fleet tells every surface
+    /// what one process's night tells: the exit code, the summary, `run --json`,
+    /// report.json, the metrics, the webhook and `status --json`.
+    @Test func aPartialFleetNightTellsEverySurfaceWhatOneProcessTells() async throws {
+        let directory = TestPaths.temporaryDirectory("fleet-partial")
+        let singleHook = try WebhookReceiver(), fleetHook = try WebhookReceiver()
+        defer { singleHook.stop(); fleetHook.stop() }
+        let single = try Self.job(directory.appendingPathComponent("single"), store: "store/snapshot.sqlite",
+                                  notify: singleHook.url, cap: 25)
+        let url = try TemporaryPostgres.shared().createDatabase()
+        let fleet = try Self.job(directory.appendingPathComponent("fleet"), store: url, notify: fleetHook.url, cap: 25)
+        let reference = try await Runner(job: single, environment: Self.environment(single)).run()
+        #expect(reference.outcome == .partial && reference.nightOutcome.exitCode == 2, "\(reference.summaryText)")
+        #expect(reference.warnings.contains { $0.code == RunProblem.capped })
+        for worker in 1...3 {
+            var options = RunOptions()
+            options.worker = WorkerOptions(fleet: "partial", name: "w\(worker)", leaseSeconds: 30)
+            // One after another: the last one finds every scope done and closes nothing twice.
+            _ = try await Runner(job: fleet, environment: Self.environment(fleet)).run(options)
+        }
+        // Before the export, `status` says the night's exports are owed, not how it ended.
+        let owed = MachineOutput.statusJSON(try JobStatus.load(job: fleet))
+        #expect(owed.contains("\"exported\": false"), "\(owed)")
+        let ended = try #require(try await Runner(job: fleet, environment: Self.environment(fleet)).exportOwedNight())
+
+        #expect(ended.outcome == .partial && ended.nightOutcome.exitCode == reference.nightOutcome.exitCode)
+        // Durations (and the sizes of the two files that hold them), the two
+        // output folders and the two webhooks' ports aside.
+        func told(_ summary: String, _ job: JobSpec) -> [String] {
+            summary.replacingOccurrences(of: job.outputDirectory, with: "OUT").split(separator: "\n").map {
+                var line = String($0).replacing(/\ [0-9.]+ s\b/, with: " - s").replacing(/\ +[0-9]+\.[0-9]+$/, with: "")
+                    .replacing(/127\.0\.0\.1:[0-9]+/, with: "HOOK")
+                if line.hasPrefix("wrote OUT/report.json") || line.hasPrefix("wrote OUT/storesync.prom") {
+                    line = line.replacing(/, [0-9]+ bytes/, with: "")
+                }
+                return line
+            }
+        }
+        let (fleetSaid, singleSaid) = (told(ended.summaryText, fleet), told(reference.summaryText, single))
+        #expect(fleetSaid == singleSaid, "\(fleetSaid.difference(from: singleSaid))")
+        let runJSON = try MachineOutput.runReportJSON(job: fleet, runID: ended.runID, report: ended)
+        let referenceJSON = try MachineOutput.runReportJSON(job: single, runID: reference.runID, report: reference)
+        #expect(StoreComparison.withoutTimings(Data(runJSON.utf8), "report.json")
+                == StoreComparison.withoutTimings(Data(referenceJSON.utf8), "report.json"))
+        try #require(singleHook.requests.count == 1 && fleetHook.requests.count == 1)
+        #expect(StoreComparison.withoutTimings(Data(fleetHook.requests[0].body), "report.json")
+                == StoreComparison.withoutTimings(Data(singleHook.requests[0].body), "report.json"))
+        // report.json and the metrics, with the other exports.
+        try StoreComparison.expectSameExports(URL(fileURLWithPath: single.outputDirectory), URL(fileURLWithPath: fleet.outputDirectory))
+        // The store's address aside (a file there, a database here).
+        let statuses = try [fleet, single].map { job in
+            let text = MachineOutput.statusJSON(try JobStatus.load(job: job)).replacingOccurrences(of: job.storePath, with: "STORE")
+            return StoreComparison.withoutTimings(Data(text.utf8), "report.json")
+        }
+        #expect(statuses[0] == statuses[1], "\(statuses[0])\n---\n\(statuses[1])")
+        #expect(statuses[0].contains("\"status\":\"partial\"") && statuses[0].contains("\"exitCode\":2"), "\(statuses[0])")
     }
 
     /// Issue 27, item 7: a worker of another night than the fleet it would
