@@ -247,10 +247,30 @@ package final class SQLSnapshotStore: SnapshotStore {
             """, [name, value])
     }
 
+    /// A write transaction whose wait is not on a thread of the cooperative
+    /// pool: GRDB's writer queue on SQLite, the engine's own thread on PostgreSQL.
+    func writeAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        if let sqlite { return try await sqlite.write { db in try body(GRDBSession(db: db)) } }
+        if let postgres = engine as? PostgresEngine { return try await postgres.writeAwaiting(body) }
+        return try engine.write(body)
+    }
+
     @discardableResult
     func wrap<T>(_ body: () throws -> T) throws(StoreSyncError) -> T {
         do {
             return try body()
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .storage(path: path, reason: "\(error)", cause: error)
+        }
+    }
+
+    /// ``wrap(_:)`` for a body that awaits.
+    @discardableResult
+    func wrap<T>(_ body: () async throws -> T) async throws(StoreSyncError) -> T {
+        do {
+            return try await body()
         } catch let error as StoreSyncError {
             throw error
         } catch {
@@ -515,7 +535,7 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// resume sees. A kill loses the whole batch or none of it.
     package func apply(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
         // A fleet's worker logs its pages; the source's closing step applies them in order (FleetStaging).
-        if stages { return try stage(pages) }
+        if stages { return try await stage(pages) }
         return try await applyNow(pages)
     }
 
@@ -546,7 +566,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                 // GRDB's own writer queue: the wait is not on a thread of the cooperative pool.
                 (results, written) = try await sqlite.write { db in try transaction(GRDBSession(db: db)) }
             } else {
-                (results, written) = try engine.write(transaction)
+                (results, written) = try await writeAwaiting(transaction)
             }
         } catch {
             let what = pages.count == 1 ? "page \(pages[0].page)" : "pages \(pages[0].page)–\(pages[pages.count - 1].page)"

@@ -11,6 +11,15 @@ func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {
     return try body(url)
 }
 
+/// ``withTemporaryDirectory(_:)`` for a body that awaits (a reader check run off the pool).
+func withTemporaryDirectory<R>(_ body: (URL) async throws -> R) async throws -> R {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("storesync-export-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try await body(url)
+}
+
 /// Names in `directory` (hidden ones included).
 func directoryListing(_ directory: URL) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()

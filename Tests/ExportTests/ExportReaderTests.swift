@@ -12,7 +12,7 @@ enum DatasetteCheck {
         .appendingPathComponent("scripts/check_datasette.py")
 
     /// Whether `python3` with Datasette can run here (checked once).
-    static let available: Bool = (try? Python.run(["-c", "import datasette.app"]).status) == 0
+    static let available: Bool = (try? Python.runWaitingHere(["-c", "import datasette.app"]).status) == 0
 
     static let skipMessage: Comment = "python3 with Datasette is not installed (python3 -m pip install datasette)"
 }
@@ -25,7 +25,7 @@ enum DatasetteCheck {
         let fixture = try await ConsumerFixture.make("datasette")
         _ = try fixture.export()
         let database = fixture.output.appendingPathComponent("demo.sqlite")
-        let result = try Python.run([DatasetteCheck.script.path, database.path])
+        let result = try await Python.run([DatasetteCheck.script.path, database.path])
         #expect(result.status == 0, "check_datasette.py failed:\n\(result.output)")
         #expect(result.output.contains("facet genre: Comedy=2, News=1, Technology=1"), "\(result.output)")
         #expect(result.output.contains("link: episodes.podcast_id 101 -> podcasts \"The Daily Laugh\""), "\(result.output)")
@@ -58,7 +58,7 @@ enum DatasetteCheck {
                 enc = e.enclosures[0]
                 print('fp', e.id, enc.get('length'), enc.get('type'))
             """
-        let result = try Python.run(["-c", script, files[0].path])
+        let result = try await Python.run(["-c", script, files[0].path])
         #expect(result.status == 0, "\(result.output)")
         let lines = result.output.split(separator: "\n").map(String.init)
         #expect(lines == [

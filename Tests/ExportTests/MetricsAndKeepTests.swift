@@ -10,7 +10,7 @@ import TestSupport
 enum PrometheusCheck {
     static let script: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/check_metrics.py")
-    static let available: Bool = (try? Python.run(["-c", "import prometheus_client.parser"]).status) == 0
+    static let available: Bool = (try? Python.runWaitingHere(["-c", "import prometheus_client.parser"]).status) == 0
     static let skipMessage: Comment = "python3 with prometheus_client is not installed (python3 -m pip install prometheus_client)"
 }
 
@@ -114,13 +114,13 @@ enum StrictPrometheusText {
     }
 
     @Test(.enabled(if: PrometheusCheck.available, PrometheusCheck.skipMessage))
-    func prometheusOwnParserReadsTheFile() throws {
+    func prometheusOwnParserReadsTheFile() async throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (store, ids) = try store()
         let text = try metrics(store, run: ids[2])
         let file = directory.appendingPathComponent("out/storesync.prom")
         #expect(text.isEmpty == false)
-        let result = try Python.run([PrometheusCheck.script.path, file.path])
+        let result = try await Python.run([PrometheusCheck.script.path, file.path])
         #expect(result.status == 0, "check_metrics.py failed:\n\(result.output)")
         #expect(result.output.contains("storesync_last_success_timestamp_seconds {storesync_job=night \"job\"} \(Int64(Self.night1.timeIntervalSince1970) + 60)"),
                 "\(result.output)")

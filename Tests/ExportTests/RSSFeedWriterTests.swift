@@ -224,14 +224,14 @@ enum FeedCheckScript {
         .appendingPathComponent("scripts/check_feeds.py")
 
     /// Whether `python3` with feedparser and podcastparser can run here (checked once).
-    static let available: Bool = (try? Python.run(["-c", "import feedparser, podcastparser"]).status) == 0
+    static let available: Bool = (try? Python.runWaitingHere(["-c", "import feedparser, podcastparser"]).status) == 0
 
     static let skipMessage: Comment =
         "python3 with feedparser and podcastparser is not installed (pip install feedparser podcastparser)"
 
 
-    static func check(_ files: [URL], expect: URL) throws -> (status: Int32, output: String) {
-        try Python.run([script.path, "--expect", expect.path] + files.map(\.path))
+    static func check(_ files: [URL], expect: URL) async throws -> (status: Int32, output: String) {
+        try await Python.run([script.path, "--expect", expect.path] + files.map(\.path))
     }
 
     /// The expectation file for `check_feeds.py`: the original texts, by file and item id.
@@ -462,8 +462,8 @@ enum FeedCheckScript {
     }
 
     @Test(.enabled(if: FeedCheckScript.available, FeedCheckScript.skipMessage))
-    func readersShowTheOriginalText() throws {
-        try withTemporaryDirectory { dir throws in
+    func readersShowTheOriginalText() async throws {
+        try await withTemporaryDirectory { dir async throws in
             let items = FeedFixtures.trickyItems()
             let podcastItems = Self.podcastSafeItems()
             let rss = dir.appendingPathComponent("deals.xml")
@@ -495,7 +495,7 @@ enum FeedCheckScript {
             let expect = dir.appendingPathComponent("expect.json")
             try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys]).write(to: expect)
 
-            let result = try FeedCheckScript.check([rss, podcast, atom, opml], expect: expect)
+            let result = try await FeedCheckScript.check([rss, podcast, atom, opml], expect: expect)
             #expect(result.status == 0, "check_feeds.py failed:\n\(result.output)")
             #expect(result.output.contains(" passed, 0 failed"), "\(result.output)")
         }
@@ -504,14 +504,14 @@ enum FeedCheckScript {
     /// The checker is not vacuous: the podcast writer's original encoding fails it, because
     /// podcastparser shows `&amp;` literally and HTML readers fold the raw line breaks.
     @Test(.enabled(if: FeedCheckScript.available, FeedCheckScript.skipMessage))
-    func legacyPodcastEncodingFailsTheCheck() throws {
-        try withTemporaryDirectory { dir throws in
+    func legacyPodcastEncodingFailsTheCheck() async throws {
+        try await withTemporaryDirectory { dir async throws in
             let items = Self.podcastSafeItems()
             let podcast = dir.appendingPathComponent("legacy.xml")
             try PodcastFeedWriter(textStyle: .legacyPodcast).write(channel: FeedFixtures.channel, items: items, to: podcast)
             let expect = dir.appendingPathComponent("expect.json")
             try FeedCheckScript.expectations([("legacy.xml", "podcast", [:], items.map { ($0.guid, $0) })]).write(to: expect)
-            let result = try FeedCheckScript.check([podcast], expect: expect)
+            let result = try await FeedCheckScript.check([podcast], expect: expect)
             #expect(result.status == 1, "\(result.output)")
             #expect(result.output.contains("podcastparser description (plain text) shows 'Joe &lt;Live&gt; Show &amp; friends'"),
                     "\(result.output)")
@@ -521,8 +521,8 @@ enum FeedCheckScript {
 
     /// A title that looks like HTML cannot be right for both podcast readers at once.
     @Test(.enabled(if: FeedCheckScript.available, FeedCheckScript.skipMessage))
-    func htmlLookingPodcastTitleIsAKnownConflict() throws {
-        try withTemporaryDirectory { dir throws in
+    func htmlLookingPodcastTitleIsAKnownConflict() async throws {
+        try await withTemporaryDirectory { dir async throws in
             let item = FeedItem(guid: "urn:x:1", title: "&amp; and <b>bold</b>", description: "d",
                                 pubDate: FeedFixtures.buildDate,
                                 enclosure: FeedEnclosure(url: "https://cdn.example.com/1.mp3", length: 1, type: "audio/mpeg"))
@@ -535,7 +535,7 @@ enum FeedCheckScript {
             let escaped = dir.appendingPathComponent("escaped-title.xml")
             try PodcastFeedWriter(textStyle: .podcastApps).write(channel: FeedFixtures.channel, items: [item], to: plain)
             try PodcastFeedWriter(textStyle: .feedReaders).write(channel: FeedFixtures.channel, items: [item], to: escaped)
-            let result = try FeedCheckScript.check([plain, escaped], expect: expect)
+            let result = try await FeedCheckScript.check([plain, escaped], expect: expect)
             #expect(result.status == 1)
             // Plain: feedparser guesses HTML and renders it. Escaped: podcastparser shows the entities.
             #expect(result.output.contains("FAIL plain-title.xml 'urn:x:1': feedparser title (text/html) shows '& and bold'"),

@@ -20,8 +20,8 @@ import TestSupport
         canonical: { entity, wire in CanonicalRecord(entity: entity == .listingDetail ? .listing : entity, fields: wire) },
         role: { $0 == .listingDetail ? .describes : .lists })
 
-    func store(_ engine: StoreEngine) throws -> SQLSnapshotStore {
-        let store = try engine.makeStore().store
+    func store(_ engine: StoreEngine) async throws -> SQLSnapshotStore {
+        let store = try await engine.makeStore().store
         try store.prepareEntities(["search": Self.search, "chart": Self.chart, "market": Self.market])
         return store
     }
@@ -56,7 +56,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func anEntityListedByTwoSourcesIsOneRowWithTheListsFieldsFirst(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         let (run, _) = try await night(store, [
             "search": [podcast(1, ["trackName": "Daily", "feed_url": "https://a/feed"])],
             "chart": [podcast(1, ["name": "Daily (chart)", "artwork_url": "https://a/600.jpg"]), podcast(2, ["name": "Only charted"])],
@@ -71,7 +71,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func leavingAChartIsNeitherGuardedNorADisappearanceWhileAnotherSourceListsIt(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         let charted = (1...10).map { podcast($0, ["name": .string("P\($0)"), "rank": .int(Int64($0))]) }
         _ = try await night(store, ["chart": charted, "search": [podcast(3, ["trackName": "P3"])]],
                             policy: RemovalPolicy(afterMisses: 2, maxRatio: 0.1))
@@ -93,7 +93,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func aListThatComesBackEmptyIsNotTakenAsTheChart(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         _ = try await night(store, ["chart": (1...5).map { podcast($0, ["name": "P"]) }])
         let (_, removals) = try await night(store, ["chart": []])
         #expect(removals["chart"]?.guardWarning != nil)
@@ -102,7 +102,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func theRatioGuardWeighsOnlyEntitiesNoOtherSourceLists(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         let all = (1...10).map { podcast($0, ["trackName": "P"]) }
         let guardPolicy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
         let chartedFirst: [Catalog.Record] = (1...10).map { podcast($0, ["name": "P"]) }
@@ -122,7 +122,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func aListingsDetailIsPartOfItAndLeavesWithIt(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         func listing(_ key: Int, price: Double) -> Catalog.Record {
             Catalog.Record(entity: .listing, key: String(key), fields: ["name": "Kettle", "price": .double(price)])
         }
@@ -142,7 +142,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func changesAreLoggedInCanonicalNamesAndAddedEntitiesCarryTheirValues(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         _ = try await night(store, ["search": [podcast(1, ["trackName": "Old"])]])
         let (run, _) = try await night(store, ["search": [podcast(1, ["trackName": "New"]), podcast(2, ["trackName": "Two"])]])
         let changes = try store.changes(runID: run.id)
@@ -152,7 +152,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func newFieldsAndTypeChangesAreReportedOnceAfterTheFirstNight(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         let (first, _) = try await night(store, ["search": [podcast(1, ["trackName": "A", "count": 3])]])
         #expect(try store.schemaChanges(runID: first.id).isEmpty, "a source's first night is its baseline")
         let (second, _) = try await night(store, ["search": [podcast(1, ["trackName": "A", "count": 3.5, "rating": "good"])]])
@@ -168,7 +168,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func twoFilesWhoseRowsShareAKeyAreTwoTables(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         func row(_ value: JSONValue) -> Catalog.Record { Catalog.Record(entity: .record, key: "1", fields: ["id": 1, "value": value]) }
         _ = try await night(store, ["inventory": [row("bolts")], "prices": [row(2.5)]])
         let stored = try rows(store, .record)
@@ -180,7 +180,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func theSameNightCrawledAgainIsNotOneMoreMiss(engine: StoreEngine) async throws {
-        let store = try store(engine)
+        let store = try await store(engine)
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 1)
         func night(_ number: Int, _ keys: [Int]) async throws -> RemovalResult {
             let run = try store.beginRun(job: "t", at: Date(), simulated: true, night: number)

@@ -98,7 +98,7 @@ import TestSupport
     func aFirstLoadIsTheDiffsModeOnEveryEngine(_ engine: StoreEngine) async throws {
         var tables: [Bool: [String: [String]]] = [:]
         for firstLoad in [false, true] {
-            let store = try engine.makeStore().store
+            let store = try await engine.makeStore().store
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
             #expect(try store.beginFirstLoad() == true)
             if !firstLoad { try store.endFirstLoad() }

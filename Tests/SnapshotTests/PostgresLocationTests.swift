@@ -147,6 +147,11 @@ struct PostgresConnectTests {
         return try rows.first!.decode(Int.self)
     }
 
+    /// Closes `connection` and waits for it (PostgresNIO traps on one released while open).
+    func closeWaiting(_ connection: PostgresConnection) {
+        try? connection.close().wait()
+    }
+
     func sslInUse(_ connection: PostgresConnection) throws -> Bool {
         let rows = try connection.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", logger: logger).wait()
         return try rows.first!.decode(Bool.self)
@@ -165,20 +170,20 @@ struct PostgresConnectTests {
         }
     }
 
-    @Test func connectsOverTheUnixSocket() throws {
-        let server = try TemporaryPostgres.shared()
-        let url = try server.createDatabase()
+    @Test func connectsOverTheUnixSocket() async throws {
+        let server = try await TemporaryPostgres.shared()
+        let url = try await server.createDatabase()
         let location = try PostgresLocation.parse(url, environment: [:])
         #expect(location.endpoint.socketPath == server.socketDirectory + "/.s.PGSQL.\(server.socketPort)")
         let connection = try location.connect(logger: logger)
-        defer { try? connection.close().wait() }
+        defer { closeWaiting(connection) }
         #expect(try selectOne(connection) == 1)
-        let name = try connection.query("SELECT current_database()", logger: logger).wait().first!.decode(String.self)
+        let name = try await connection.query("SELECT current_database()", logger: logger).get().first!.decode(String.self)
         #expect(name == location.database)
     }
 
-    @Test func aMissingDatabaseSaysHowToCreateIt() throws {
-        let server = try TemporaryPostgres.shared()
+    @Test func aMissingDatabaseSaysHowToCreateIt() async throws {
+        let server = try await TemporaryPostgres.shared()
         let location = try PostgresLocation.parse(server.socketURL(user: "postgres", database: "no_such_db"), environment: [:])
         let error = refusal(location)
         #expect(error?.code == .storeUnreachable)
@@ -208,22 +213,22 @@ struct PostgresConnectTests {
     }
 
     /// PGPASSWORD reaches the server: a scram-sha-256 user gets in with it, and not without it or with another.
-    @Test func passwordFromTheEnvironmentAuthenticates() throws {
-        let server = try TemporaryPostgres.shared()
-        let url = try server.createDatabase()
+    @Test func passwordFromTheEnvironmentAuthenticates() async throws {
+        let server = try await TemporaryPostgres.shared()
+        let url = try await server.createDatabase()
         let password = "pw-" + UUID().uuidString
-        let user = try server.createUser(password: password)
+        let user = try await server.createUser(password: password)
         let database = try PostgresLocation.parse(url, environment: [:]).database
         let userURL = server.socketURL(user: user, database: database)
 
         let good = try PostgresLocation.parse(userURL, environment: ["PGPASSWORD": password]).connect(logger: logger)
-        defer { try? good.close().wait() }
+        defer { closeWaiting(good) }
         #expect(try selectOne(good) == 1)
 
         let variable = try PostgresLocation.parse(userURL.replacingOccurrences(of: "://\(user)@", with: "://\(user):${MY_PW}@"),
                                                   environment: ["MY_PW": password])
         let viaVariable = try variable.connect(logger: logger)
-        defer { try? viaVariable.close().wait() }
+        defer { closeWaiting(viaVariable) }
         #expect(try selectOne(viaVariable) == 1)
 
         let wrong = refusal(try PostgresLocation.parse(userURL, environment: ["PGPASSWORD": "wrong"]))
@@ -236,8 +241,8 @@ struct PostgresConnectTests {
     }
 
     /// One TLS server for every TLS case (starting one costs an initdb).
-    @Test func tlsVerifiedWithTheTestCARefusedWithoutItPlainWhenDisabled() throws {
-        let (server, certificates) = try TemporaryPostgres.startTLS()
+    @Test func tlsVerifiedWithTheTestCARefusedWithoutItPlainWhenDisabled() async throws {
+        let (server, certificates) = try await TemporaryPostgres.startTLS()
         defer { server.stop() }
         let port = try #require(server.tcpPort)
 
@@ -245,7 +250,7 @@ struct PostgresConnectTests {
             "postgres://postgres@localhost:\(port)/postgres?sslmode=verify-full&sslrootcert=\(certificates.caCertificate)",
             environment: [:])
         let connection = try verified.connect(logger: logger)
-        defer { try? connection.close().wait() }
+        defer { closeWaiting(connection) }
         #expect(try sslInUse(connection))
 
         // The system's roots do not know the test CA: the certificate does not verify.
@@ -268,7 +273,7 @@ struct PostgresConnectTests {
         let unencrypted = try PostgresLocation.parse("postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable",
                                                      environment: [:])
         let plainConnection = try unencrypted.connect(logger: logger)
-        defer { try? plainConnection.close().wait() }
+        defer { closeWaiting(plainConnection) }
         #expect(try !sslInUse(plainConnection))
     }
 }

@@ -20,7 +20,7 @@ import TestSupport
 
     @Test(.enabled(if: StoreEngine.tested.contains(.postgres)))
     func aPageCostsAFewStatementsWhateverItsSize() async throws {
-        let made = try StoreEngine.postgres.makeStore()
+        let made = try await StoreEngine.postgres.makeStore()
         let store = made.store
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         var statements: [Int] = []

@@ -41,7 +41,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func simulatedNightsKeepTheLastNDays(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         var runs: [RunInfo] = []
         for n in 1...10 { runs.append(try await night(store, n)) }
         let logged = try runs.map { try changeCount(store, runID: $0.id) }
@@ -64,7 +64,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func realRunsAgeByTheirStartTimes(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let day = 86_400.0
         var runs: [RunInfo] = []
         for n in 0..<6 { runs.append(try await night(store, nil, at: Date(timeIntervalSince1970: 1_000_000 + Double(n) * day))) }
@@ -76,7 +76,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func neverPrunesTheCurrentRunNorOneWhoseExportsAreOwed(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         // Night 1's crawl finished but its exports never did: a resume still needs it.
         let owed = try await night(store, 1, exportsOwed: true)
         for n in 2...6 { try await night(store, n) }

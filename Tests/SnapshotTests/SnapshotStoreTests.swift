@@ -38,7 +38,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func firstRunAddsEverythingSecondIdenticalRunWritesNothing(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         let first = try await store.apply(page(run1, (1...50).map { podcast($0) }))
         #expect(first.added == 50)
@@ -56,7 +56,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func changedRecordsLogFieldLevelBeforeAndAfter(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1, name: "Old", count: 3), podcast(2)]))
         try store.finishRun(run1.id, status: .ok, message: nil, at: Date())
@@ -74,7 +74,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func duplicatesWithinARunAreCountedOnce(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let run = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run, [podcast(1), podcast(2)], page: 0))
         let again = try await store.apply(page(run, [podcast(2), podcast(3)], page: 1))
@@ -89,7 +89,7 @@ import TestSupport
     /// is logged or counted as changed.
     @Test(arguments: StoreEngine.tested, [false, true])
     func aKeyRepeatedInTwoVersionsTheSameEveryNightChangesNothing(engine: StoreEngine, acrossPages: Bool) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         func night(_ at: Double) async throws -> (RunInfo, [PageResult]) {
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: at), simulated: false)
             let versions = [podcast(1, name: "A"), podcast(1, name: "B"), podcast(2)]
@@ -117,7 +117,7 @@ import TestSupport
     /// night's: one change, from what was stored to what the run ends with.
     @Test(arguments: StoreEngine.tested, [false, true])
     func aRepeatedKeyThatReallyChangedLogsOneChange(engine: StoreEngine, acrossPages: Bool) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1, name: "A"), podcast(1, name: "B")]))
         try store.finishRun(run1.id, status: .ok, message: nil, at: Date(timeIntervalSince1970: 1))
@@ -153,7 +153,7 @@ import TestSupport
         var stored: [[String]] = []
         var checkpoints: [ScopeCheckpoint?] = []
         for batched in [false, true] {
-            let store = try engine.makeStore().store
+            let store = try await engine.makeStore().store
             let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
             let inputs = pages.enumerated().map { page(run, $0.element, page: $0.offset) }
             if batched {
@@ -180,7 +180,7 @@ import TestSupport
     /// Invariant 2: removal only after `afterMisses` complete crawls missed the record.
     @Test(arguments: StoreEngine.tested)
     func removalWaitsForConsecutiveMissesOfCompleteScopes(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 0.5)
         func night(_ keys: [Int], state: ScopeState = .complete) async throws -> RemovalResult {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
@@ -203,7 +203,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func aRecordThatComesBackResetsItsMisses(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 2, maxRatio: 1)
         for keys in [[1, 2], [1], [1, 2], [1]] {
             let run = try store.beginRun(job: "t", at: Date(), simulated: false)
@@ -218,7 +218,7 @@ import TestSupport
     /// from its old scope, whatever order the scopes finish in.
     @Test(arguments: StoreEngine.tested)
     func aRecordThatMovedScopesIsChangedNotRemoved(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1), podcast(2, name: "News")], scope: "news"))
@@ -240,7 +240,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func aScopeIsSweptOnlyOncePerRun(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 3, maxRatio: 1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, [podcast(1), podcast(2)]))
@@ -259,7 +259,7 @@ import TestSupport
     /// the records missed, of the swept scope only.
     @Test(arguments: StoreEngine.tested, [20, 12_000])
     func sweepsRemoveExactlyTheMissedRecordsOfTheirScope(engine: StoreEngine, missing: Int) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let total = missing + 30
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         _ = try await store.apply(page(run1, (1...total).map { podcast($0) }, scope: "a"))
@@ -284,7 +284,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func removalGuardRefusesToEmptyAScope(engine: StoreEngine) async throws {
-        let store = try engine.makeStore().store
+        let store = try await engine.makeStore().store
         let policy = RemovalPolicy(afterMisses: 1, maxRatio: 0.1)
         let run1 = try store.beginRun(job: "t", at: Date(), simulated: false)
         _ = try await store.apply(page(run1, (1...100).map { podcast($0) }))
@@ -299,7 +299,7 @@ import TestSupport
 
     @Test(arguments: StoreEngine.tested)
     func anUnfinishedRunIsResumedWithWhatItHadSeen(engine: StoreEngine) async throws {
-        let made = try engine.makeStore()
+        let made = try await engine.makeStore()
         do {
             let store = made.store
             let run = try store.beginRun(job: "t", at: Date(), simulated: true)
@@ -324,15 +324,15 @@ import TestSupport
     /// Invariant 5, through the backend a job's `store:` picks: a lock file
     /// beside a SQLite store, an advisory lock on a PostgreSQL one.
     @Test(arguments: StoreEngine.tested)
-    func secondRunOnTheSameStoreIsLockedOut(engine: StoreEngine) throws {
-        let location = try engine.makeStore().location
+    func secondRunOnTheSameStoreIsLockedOut(engine: StoreEngine) async throws {
+        let location = try await engine.makeStore().location
         let backend = DefaultBackend()
         do {
             let lock = try backend.lock(location)
             #expect(throws: StoreSyncError.self) { try backend.lock(location) }
             #expect(backend.lockHolder(location) != nil)
             // Another store (on PostgreSQL, another database of the same server) is not held by it.
-            #expect(backend.lockHolder(try engine.makeLocation()) == nil)
+            #expect(backend.lockHolder(try await engine.makeLocation()) == nil)
             withExtendedLifetime(lock) {}
         }
         // Released with its holder: the next run takes it.

@@ -89,7 +89,7 @@ struct StoreEnginesTests {
 
     /// Opens a new SQLite store and fills it with ``populate(_:)``; returns its path.
     static func populatedSQLite() async throws -> String {
-        let made = try StoreEngine.sqlite.makeStore()
+        let made = try await StoreEngine.sqlite.makeStore()
         try await populate(made.store)
         return made.location
     }
@@ -99,8 +99,8 @@ struct StoreEnginesTests {
     /// PostgreSQL store in between holds the same rows.
     @Test func aStoreMigratedToPostgresAndBackIsTheSameStore() async throws {
         let original = try await Self.populatedSQLite()
-        let postgres = try StoreEngine.postgres.makeLocation()
-        let back = try StoreEngine.sqlite.makeLocation()
+        let postgres = try await StoreEngine.postgres.makeLocation()
+        let back = try await StoreEngine.sqlite.makeLocation()
 
         let there = try StoreMigration.migrate(from: original, to: postgres)
         let again = try StoreMigration.migrate(from: postgres, to: back)
@@ -152,7 +152,7 @@ struct StoreEnginesTests {
     @Test(arguments: StoreEngine.tested)
     func migratingIntoAStoreThatHoldsRowsIsRefusedAndChangesNothing(destination: StoreEngine) async throws {
         let source = try await Self.populatedSQLite()
-        let made = try destination.makeStore()
+        let made = try await destination.makeStore()
         let run = try made.store.beginRun(job: "other", at: Date(timeIntervalSince1970: 5), simulated: false)
         _ = try await made.store.apply(PageInput(runID: run.id, source: "search", scope: "top", page: 0,
                                                  records: [Self.podcast(42)]))
@@ -169,7 +169,7 @@ struct StoreEnginesTests {
     @Test func exportReadsFromPostgresEqualThoseFromSQLite() async throws {
         var answers: [StoreEngine: [String: String]] = [:]
         for engine in StoreEngine.allCases {
-            let store = try engine.makeStore().store
+            let store = try await engine.makeStore().store
             try await Self.populate(store)
             answers[engine] = try Self.exportReads(store)
         }

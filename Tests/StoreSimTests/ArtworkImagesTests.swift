@@ -35,7 +35,7 @@ import TestSupport
     }
 
     /// `file(1)` names both formats, and Python's zlib inflates the PNG's rows to exactly height × (1 + 3·width) bytes.
-    @Test func bytesAreImagesOtherToolsRead() throws {
+    @Test func bytesAreImagesOtherToolsRead() async throws {
         let directory = TestPaths.temporaryDirectory("artwork-images")
         defer { try? FileManager.default.removeItem(at: directory) }
         let png = ArtworkImages.respond(path: Self.thumb.replacingOccurrences(of: "3000x3000bb.jpg", with: "1400x1500bb.png"), conditions: .none)
@@ -64,7 +64,7 @@ import TestSupport
             assert (ww, hh) == (3000, 3000)
             print('ok', w, h)
             """
-        let result = try Python.run(["-c", script, pngURL.path, jpegURL.path])
+        let result = try await Python.run(["-c", script, pngURL.path, jpegURL.path])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("ok 1400 1500"))
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/file") {

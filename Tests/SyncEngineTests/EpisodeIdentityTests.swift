@@ -56,8 +56,9 @@ import TestSupport
         return try await Runner(job: job, environment: environment).run()
     }
 
-    static func store(_ engine: StoreEngine, _ directory: URL) throws -> String {
-        engine == .sqlite ? directory.appendingPathComponent("store/snapshot.sqlite").path : try engine.makeLocation()
+    static func store(_ engine: StoreEngine, _ directory: URL) async throws -> String {
+        if engine == .sqlite { return directory.appendingPathComponent("store/snapshot.sqlite").path }
+        return try await engine.makeLocation()
     }
 
     /// Rows of a table as text, sorted: what two stores must agree on.
@@ -71,7 +72,7 @@ import TestSupport
     @Test(arguments: StoreEngine.tested)
     func anEpisodeListedByLookupAndByItsFeedIsOneRow(engine: StoreEngine) async throws {
         let directory = TestPaths.temporaryDirectory("episode-identity-\(engine)")
-        let job = try Self.job(directory, store: try Self.store(engine, directory))
+        let job = try Self.job(directory, store: await Self.store(engine, directory))
         for night in 1...2 {
             let report = try await Self.night(job)
             #expect(report.outcome == .ok, "night \(night): \(report.summaryText)")
@@ -115,8 +116,8 @@ import TestSupport
     @Test(arguments: StoreEngine.tested)
     func aStoreWithTheEpisodesApartComesTogetherOnUpgradeWithoutAPhantomChange(engine: StoreEngine) async throws {
         let directory = TestPaths.temporaryDirectory("episode-upgrade-\(engine)")
-        let control = try Self.job(directory.appendingPathComponent("control"), store: try Self.store(engine, directory.appendingPathComponent("control")))
-        let upgraded = try Self.job(directory.appendingPathComponent("upgraded"), store: try Self.store(engine, directory.appendingPathComponent("upgraded")))
+        let control = try Self.job(directory.appendingPathComponent("control"), store: await Self.store(engine, directory.appendingPathComponent("control")))
+        let upgraded = try Self.job(directory.appendingPathComponent("upgraded"), store: await Self.store(engine, directory.appendingPathComponent("upgraded")))
         for job in [control, upgraded] {
             #expect(try await Self.night(job).outcome == .ok)
         }

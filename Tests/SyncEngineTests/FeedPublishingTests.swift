@@ -89,7 +89,7 @@ import TestSupport
         // Real clients and an independent check of Apple's rules.
         guard SoakFeedReaders.available else { return }
         let script = SoakFeedReaders.script.deletingLastPathComponent().appendingPathComponent("check_apple_podcasts.py")
-        let result = try Python.run([script.path, feeds.path])
+        let result = try await Python.run([script.path, feeds.path])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains(" 0 violations"), "\(result.output)")
     }

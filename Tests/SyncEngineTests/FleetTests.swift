@@ -76,7 +76,7 @@ struct FleetTests {
         let singleHook = try WebhookReceiver(), fleetHook = try WebhookReceiver()
         defer { singleHook.stop(); fleetHook.stop() }
         let single = try Self.job(directory.appendingPathComponent("single"), store: "store/snapshot.sqlite", notify: singleHook.url)
-        let url = try TemporaryPostgres.shared().createDatabase()
+        let url = try await TemporaryPostgres.shared().createDatabase()
         let fleet = try Self.job(directory.appendingPathComponent("fleet"), store: url, notify: fleetHook.url)
         for night in 1...3 {
             let reference = try await Runner(job: single, environment: Self.environment(single)).run()
@@ -123,7 +123,7 @@ struct FleetTests {
         defer { singleHook.stop(); fleetHook.stop() }
         let single = try Self.job(directory.appendingPathComponent("single"), store: "store/snapshot.sqlite",
                                   notify: singleHook.url, cap: 25)
-        let url = try TemporaryPostgres.shared().createDatabase()
+        let url = try await TemporaryPostgres.shared().createDatabase()
         let fleet = try Self.job(directory.appendingPathComponent("fleet"), store: url, notify: fleetHook.url, cap: 25)
         let reference = try await Runner(job: single, environment: Self.environment(single)).run()
         #expect(reference.outcome == .partial && reference.nightOutcome.exitCode == 2, "\(reference.summaryText)")
@@ -177,7 +177,7 @@ struct FleetTests {
     /// finished night and crawling nothing; the default key names the night.
     @Test func aWorkerOfAnotherNightIsRefusedAndTheDefaultKeyNamesTheNight() async throws {
         let binary = try StoresyncExecutable.locate()
-        let url = try TemporaryPostgres.shared().createDatabase()
+        let url = try await TemporaryPostgres.shared().createDatabase()
         let job = try KillTestJob(label: "fleet-nights", binary: binary, yaml: """
             name: nights
             store: \(url)
@@ -220,7 +220,7 @@ struct FleetTests {
     /// held last night; worker B stages scope `s2`, which lists it now. The
     /// closing step decides on both: the record moved, it is not removed.
     @Test func aRecordThatMovedToAnotherWorkersScopeIsNotRemoved() async throws {
-        let url = try TemporaryPostgres.shared().createDatabase()
+        let url = try await TemporaryPostgres.shared().createDatabase()
         let backend = PostgresBackend()
         func record(_ key: String, _ title: String) -> Catalog.Record {
             Catalog.Record(entity: .podcast, key: key, fields: ["name": .string(title)])
@@ -290,7 +290,7 @@ struct FleetTests {
         let directory = TestPaths.temporaryDirectory("fleet-kill")
         // Slow pages (the simulator's latency), so the workers are mid-scope when they are stopped.
         let single = try Self.job(directory.appendingPathComponent("single"), store: "store/snapshot.sqlite", faults: "\"latency:40\"")
-        let url = try TemporaryPostgres.shared().createDatabase()
+        let url = try await TemporaryPostgres.shared().createDatabase()
         let fleet = try Self.job(directory.appendingPathComponent("fleet"), store: url, faults: "\"latency:40\"")
         let reference = try await Runner(job: single, environment: Self.environment(single)).run()
         #expect(reference.outcome == .ok)
@@ -426,7 +426,7 @@ enum StoreComparison {
 
     static func psql(_ url: String, _ sql: String) throws -> String {
         let database = try #require(URL(string: url)?.path.dropFirst()).description
-        return try TemporaryPostgres.shared().psql(sql, database: database).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try TemporaryPostgres.sharedWaitingHere().psql(sql, database: database).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Polls the store until `condition` holds: bounded (60 s), never a fixed sleep standing in for an event.

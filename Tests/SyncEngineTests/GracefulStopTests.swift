@@ -44,8 +44,7 @@ import Darwin
         let job = try KillTestJob(label: "sig-run-\(name)", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
         defer { try? FileManager.default.removeItem(at: job.directory) }
         let run = try Started(job, ["run", job.jobPath, "--night", "1", "-v", "--no-progress"])
-        try await run.waitFor("page 1:")
-        run.signal(signalNumber)
+        try await run.signal(signalNumber, onceStderrHolds: "page 1:")
         let stopped = await run.finish()
         #expect(stopped.termination == .exited(128 + signalNumber), "\(stopped)")
         #expect(stopped.stdout.hasPrefix("storesync: job sigtest, run 1, simulated night 1: interrupted by \(name) after "),
@@ -93,10 +92,10 @@ import Darwin
         // `env` execs storesync in place: the signal goes to storesync itself.
         let dry = try Started(job, ["TMPDIR=\(temporary.path)", job.binary.path, "run", job.jobPath, "--night", "2", "--dry-run", "-v",
                                     "--no-progress"], executable: "/usr/bin/env")
-        try await dry.waitFor("page 1:")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path).count == 2,
-                "the copy is made, the dead process's copy removed")
-        dry.signal(signalNumber)
+        let copies = try await dry.signal(signalNumber, onceStderrHolds: "page 1:") {
+            try FileManager.default.contentsOfDirectory(atPath: temporary.path).count
+        }
+        #expect(copies == 2, "the copy is made, the dead process's copy removed")
         let stopped = await dry.finish()
         #expect(stopped.termination == .exited(128 + signalNumber), "\(stopped)")
         #expect(stopped.stdout.contains("interrupted by \(name)"), "\(stopped)")
@@ -110,10 +109,8 @@ import Darwin
         let job = try KillTestJob(label: "sig-int", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
         defer { try? FileManager.default.removeItem(at: job.directory) }
         let run = try Started(job, ["run", job.jobPath, "--night", "1", "-v", "--no-progress", "-q"])
-        try await run.waitFor("page 1:")
-        run.signal(SIGINT)
-        try await run.waitFor("SIGINT received: stopping")
-        run.signal(SIGINT)
+        try await run.signal(SIGINT, onceStderrHolds: "page 1:")
+        try await run.signal(SIGINT, onceStderrHolds: "SIGINT received: stopping")
         let stopped = await run.finish()
         // Whether the second signal or the page boundary came first, SIGINT's code.
         #expect(stopped.termination == .exited(130), "\(stopped)")
@@ -218,18 +215,39 @@ struct Started {
         child = try ChildProcess(executable ?? job.binary.path, arguments, stdout: stdout, stderr: stderr)
     }
 
-    /// Waits until standard error holds `text` (a log line the command writes
-    /// at a known point), polling the file; a minute without it fails the test
-    /// (a bound for a command that ended or hung, not a timing assumption).
-    func waitFor(_ text: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !((try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "").contains(text) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("no \"\(text)\" on stderr: \((try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "")")
-                throw CancellationError()
+    /// Sends `number` the moment standard error holds `text` (a log line the
+    /// command writes at a known point), polling the file; a minute without it
+    /// fails the test (a bound for a command that ended or hung, not a timing
+    /// assumption). Polled and sent from a thread of its own: the test
+    /// process's cooperative pool (2 threads on CI) can be busy for seconds
+    /// with other tests, and a signal sent once a test's await resumed found
+    /// the run over.
+    func signal(_ number: Int32, onceStderrHolds text: String) async throws {
+        _ = try await signal(number, onceStderrHolds: text) {}
+    }
+
+    /// ``signal(_:onceStderrHolds:)``, returning what `note` sees at that
+    /// moment, just before the signal.
+    func signal<Noted: Sendable>(_ number: Int32?, onceStderrHolds text: String,
+                                 firstNoting note: @escaping @Sendable () throws -> Noted) async throws -> Noted {
+        let (stderr, pid) = (self.stderr, child.pid)
+        let noted = try await offPool { () throws -> Noted? in
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if ((try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "").contains(text) {
+                    let noted = try note()
+                    if let number { _ = kill(pid, number) }
+                    return noted
+                }
+                usleep(20_000)
             }
-            try await Task.sleep(for: .milliseconds(20))
+            return nil
         }
+        guard let noted else {
+            Issue.record("no \"\(text)\" on stderr: \((try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "")")
+            throw CancellationError()
+        }
+        return noted
     }
 
     func signal(_ number: Int32) { _ = kill(child.pid, number) }

@@ -141,8 +141,7 @@ import Glibc
         defer { for job in [killed, twin] { try? FileManager.default.removeItem(at: job.directory) } }
 
         let started = try Started(killed, ["run", killed.jobPath, "--json", "-v", "--no-progress"])
-        try await started.waitFor("page 2:")
-        started.signal(SIGKILL)
+        try await started.signal(SIGKILL, onceStderrHolds: "page 2:")
         #expect(await started.finish().termination == .signaled(SIGKILL))
         let resumed = try await cli(killed, ["run", killed.jobPath, "--json", "-q", "--no-progress"])
         #expect(resumed.termination == .exited(0), "\(resumed)")
@@ -218,8 +217,7 @@ import Glibc
         cleanup.append(interruptedJob.directory)
         before = receiver.requests.count
         let started = try Started(interruptedJob, ["run", interruptedJob.jobPath, "--json", "-v", "--no-progress"])
-        try await started.waitFor("page 1:")
-        started.signal(SIGTERM)
+        try await started.signal(SIGTERM, onceStderrHolds: "page 1:")
         let interrupted = await started.finish()
         try await expectOneAccount("interrupted", interruptedJob, interrupted, Expected(status: "interrupted", exitCode: 143, reports: true),
                                    receiver: receiver, webhooksBefore: before)
@@ -274,7 +272,7 @@ import Glibc
         try documents.keepInvalid("ok-exit-2", ok1.replacingOccurrences(of: "\"exitCode\": 0", with: "\"exitCode\": 2"))
         try documents.keepInvalid("no-status", ok1.replacingOccurrences(of: "\"status\": \"ok\",", with: ""))
         try documents.keepInvalid("deadline-exit-0", deadline.stdout.replacingOccurrences(of: "\"exitCode\": 2", with: "\"exitCode\": 0"))
-        let check = try Python.run([TestPaths.repoRoot.appendingPathComponent("Tests/scripts/check_run_account.py").path,
+        let check = try await Python.run([TestPaths.repoRoot.appendingPathComponent("Tests/scripts/check_run_account.py").path,
                                     TestPaths.repoRoot.appendingPathComponent("docs/run-account.schema.json").path,
                                     documents.directory.path])
         if check.status == 3 && ProcessInfo.processInfo.environment["STORESYNC_REQUIRE_SCHEMA_CHECK"] != "1" {

@@ -138,7 +138,12 @@ final class CapturedLog: Sendable {
         var output: String
     }
 
-    func storesync(_ arguments: [String], environment: [String: String], in directory: URL) throws -> Finished {
+    /// Runs the binary to its end, waited for off the cooperative pool (``offPool(_:)``).
+    func storesync(_ arguments: [String], environment: [String: String], in directory: URL) async throws -> Finished {
+        try await offPool { try Self.storesyncWaitingHere(arguments, environment: environment, in: directory) }
+    }
+
+    static func storesyncWaitingHere(_ arguments: [String], environment: [String: String], in directory: URL) throws -> Finished {
         let process = Process()
         process.executableURL = try StoresyncExecutable.locate()
         process.arguments = arguments
@@ -155,7 +160,7 @@ final class CapturedLog: Sendable {
         return Finished(status: process.terminationStatus, output: try String(contentsOf: out, encoding: .utf8))
     }
 
-    @Test func noCommandPrintsOrWritesTheSecret() throws {
+    @Test func noCommandPrintsOrWritesTheSecret() async throws {
         let directory = TestPaths.temporaryDirectory("secret-cli")
         let secret = "cli-S3CRET-9f2e"
         try """
@@ -174,17 +179,17 @@ final class CapturedLog: Sendable {
             """.write(to: directory.appendingPathComponent("job.yml"), atomically: true, encoding: .utf8)
         let job = directory.appendingPathComponent("job.yml").path
         let env = ["STATE": directory.appendingPathComponent("state").path, "SYNC_TOKEN": secret]
-        let validate = try storesync(["validate", job], environment: env, in: directory)
+        let validate = try await storesync(["validate", job], environment: env, in: directory)
         #expect(validate.status == 0, "\(validate.output)")
         #expect(validate.output.contains("Authorization from $SYNC_TOKEN"))
-        let run = try storesync(["run", job, "-v", "--no-progress", "--set", "http.timeoutSeconds=20"], environment: env, in: directory)
+        let run = try await storesync(["run", job, "-v", "--no-progress", "--set", "http.timeoutSeconds=20"], environment: env, in: directory)
         #expect(run.status == 0, "\(run.output)")
         #expect(run.output.contains("127.0.0.1"), "-v logs every page, so the log would show a leaked header")
-        let status = try storesync(["status", job], environment: env, in: directory)
-        let export = try storesync(["export", job], environment: env, in: directory)
+        let status = try await storesync(["status", job], environment: env, in: directory)
+        let export = try await storesync(["export", job], environment: env, in: directory)
         #expect(export.status == 0, "\(export.output)")
         // Without the variable the run is refused before anything is sent.
-        let unset = try storesync(["run", job], environment: ["STATE": env["STATE"]!, "SYNC_TOKEN": ""], in: directory)
+        let unset = try await storesync(["run", job], environment: ["STATE": env["STATE"]!, "SYNC_TOKEN": ""], in: directory)
         #expect(unset.status == 64)
         #expect(unset.output.contains("SYNC_TOKEN is not set"))
         for finished in [validate, run, status, export, unset] {

@@ -21,20 +21,20 @@ public enum StoreEngine: String, CaseIterable, Sendable, CustomStringConvertible
     /// in a new database of the process's throwaway server (``TemporaryPostgres``).
     /// `reopen` opens the same store again, as a new process would; `location` is
     /// what a job's `store:` would say (a path or a `postgres://` URL).
-    package func makeStore() throws -> (store: SQLSnapshotStore, reopen: () throws -> SQLSnapshotStore, location: String) {
-        let location = try makeLocation()
+    package func makeStore() async throws -> (store: SQLSnapshotStore, reopen: () throws -> SQLSnapshotStore, location: String) {
+        let location = try await makeLocation()
         let reopen = { () throws -> SQLSnapshotStore in try Self.open(location) }
         return (try reopen(), reopen, location)
     }
 
     /// Where a new, empty store of this engine would be, without creating it
     /// (PostgreSQL: an empty database, no tables yet).
-    public func makeLocation() throws -> String {
+    public func makeLocation() async throws -> String {
         switch self {
         case .sqlite:
             return TestPaths.temporaryDirectory("store-\(rawValue)").appendingPathComponent("store.sqlite").path
         case .postgres:
-            return try TemporaryPostgres.shared().createDatabase()
+            return try await TemporaryPostgres.shared().createDatabase()
         }
     }
 

@@ -87,7 +87,16 @@ public final class TemporaryPostgres: Sendable {
 
     /// The process's socket-only server, started on first use. A failed start
     /// is remembered: every later caller gets the same error at once.
-    public static func shared() throws -> TemporaryPostgres {
+    ///
+    /// Started, and waited for, off Swift's cooperative pool (``offPool(_:)``):
+    /// the first start takes seconds, and dozens of tests ask at once.
+    public static func shared() async throws -> TemporaryPostgres {
+        try await offPool { try sharedWaitingHere() }
+    }
+
+    /// ``shared()`` for synchronous code, waiting on the calling thread: only
+    /// where the server runs already (a helper reading a database a test made).
+    public static func sharedWaitingHere() throws -> TemporaryPostgres {
         let result = sharedServer.withLock { slot in
             if let slot { return slot }
             let started: Result<TemporaryPostgres, Failure>
@@ -118,8 +127,8 @@ public final class TemporaryPostgres: Sendable {
     /// PostgreSQL binds it: another process could take it in between. That race
     /// is tiny, and it fails the start loudly (the log says the address is in
     /// use) rather than connecting anywhere else. The caller stops it.
-    public static func startTLS() throws -> (server: TemporaryPostgres, certificates: Certificates) {
-        let server = try TemporaryPostgres(tls: ())
+    public static func startTLS() async throws -> (server: TemporaryPostgres, certificates: Certificates) {
+        let server = try await offPool { try TemporaryPostgres(tls: ()) }
         let dir = server.directory
         return (server, Certificates(caCertificate: dir + "/ca.crt", serverCertificate: dir + "/server.crt",
                                      serverKey: dir + "/server.key"))
@@ -211,17 +220,17 @@ public final class TemporaryPostgres: Sendable {
     // MARK: - Databases and users
 
     /// A fresh, empty database, as a socket URL: `postgres://postgres@/NAME?host=DIR`.
-    public func createDatabase() throws -> String {
+    public func createDatabase() async throws -> String {
         let name = "t_" + Self.randomHex(12)
-        try psql("CREATE DATABASE :\"name\";", variables: ["name": name])
+        _ = try await offPool { try self.psql("CREATE DATABASE :\"name\";", variables: ["name": name]) }
         return socketURL(user: "postgres", database: name)
     }
 
     /// A new login role that must give `password` (scram-sha-256), returning its name.
-    public func createUser(password: String) throws -> String {
+    public func createUser(password: String) async throws -> String {
         let name = "u_" + Self.randomHex(12)
-        try psql("SET password_encryption = 'scram-sha-256'; CREATE ROLE :\"name\" LOGIN PASSWORD :'password';",
-                 variables: ["name": name, "password": password])
+        _ = try await offPool { try self.psql("SET password_encryption = 'scram-sha-256'; CREATE ROLE :\"name\" LOGIN PASSWORD :'password';",
+                                               variables: ["name": name, "password": password]) }
         return name
     }
 

@@ -40,10 +40,10 @@ extension SQLSnapshotStore {
     var stages: Bool { fleetWorker.withLock { $0 } }
 
     /// Commits pages of one scope to the staging log, fenced by the scope's claim.
-    func stage(_ pages: [PageInput]) throws(StoreSyncError) -> [PageResult] {
+    func stage(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
         guard let first = pages.first else { return [] }
-        try wrap {
-            try engine.write { db in
+        try await wrap {
+            try await writeAwaiting { [self] db in
                 try checkFence(db, source: first.source, scope: first.scope)
                 for page in pages {
                     try db.execute("""

@@ -16,7 +16,7 @@ import TestSupport
 struct DemoFleetTests {
     @Test func theDemoAsAFleetWritesWhatOneProcessWrites() async throws {
         let single = SoakTests(), fleet = SoakTests()
-        let url = try TemporaryPostgres.shared().createDatabase()
+        let url = try await TemporaryPostgres.shared().createDatabase()
         let singleJob = try single.demoJob(podcasts: 150, products: 60, maxFeeds: 3)
         let fleetJob = try fleet.demoJob(podcasts: 150, products: 60, maxFeeds: 3, store: url)
         for night in 1...2 {

@@ -212,17 +212,17 @@ enum SoakFeedReaders {
         .deletingLastPathComponent().appendingPathComponent("scripts/check_feeds.py")
 
     /// Whether python3 with feedparser and podcastparser can run here (checked once).
-    static let available: Bool = (try? Python.run(["-c", "import feedparser, podcastparser"]).status) == 0
+    static let available: Bool = (try? Python.runWaitingHere(["-c", "import feedparser, podcastparser"]).status) == 0
 
 
     /// Structure only: every file parses without the readers' error flag and every item has an id and a title.
-    static func check(_ files: [URL]) throws -> (status: Int32, output: String) {
-        try Python.run([script.path] + files.map(\.path))
+    static func check(_ files: [URL]) async throws -> (status: Int32, output: String) {
+        try await Python.run([script.path] + files.map(\.path))
     }
 
     /// `check_apple_podcasts.py FOLDER`: feedparser and podcastparser on every feed,
     /// and Apple's rules (artwork size, categories, enclosures, unique GUIDs) on podcast feeds.
-    static func checkApple(_ folder: URL, extra: [String] = []) throws -> (status: Int32, output: String) {
-        try Python.run([script.deletingLastPathComponent().appendingPathComponent("check_apple_podcasts.py").path, folder.path] + extra)
+    static func checkApple(_ folder: URL, extra: [String] = []) async throws -> (status: Int32, output: String) {
+        try await Python.run([script.deletingLastPathComponent().appendingPathComponent("check_apple_podcasts.py").path, folder.path] + extra)
     }
 }

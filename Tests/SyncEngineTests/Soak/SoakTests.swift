@@ -77,10 +77,10 @@ import TestSupport
             #expect(feedProblems.isEmpty, "night \(night): \(feedProblems.joined(separator: "\n"))")
             // Real readers (a python process each time) on the first and last nights.
             if SoakFeedReaders.available, night == 1 || night == Self.nights {
-                let readers = try SoakFeedReaders.check(files)
+                let readers = try await SoakFeedReaders.check(files)
                 #expect(readers.status == 0, "night \(night): real feed readers reject a feed or see an id twice:\n\(readers.output)")
                 // Apple's rules, checked independently of storesync's own lint, in every feed of the folder.
-                let apple = try SoakFeedReaders.checkApple(output.appendingPathComponent("feeds"), extra: [
+                let apple = try await SoakFeedReaders.checkApple(output.appendingPathComponent("feeds"), extra: [
                     "--artwork", output.appendingPathComponent("artwork").path, "--artwork-base", "https://example.com/artwork"])
                 #expect(apple.status == 0, "night \(night): feeds break Apple Podcasts' rules:\n\(apple.output)")
             }
@@ -203,7 +203,7 @@ import TestSupport
 /// its 0.6 release knows only the namespace's older URI, so the current one
 /// is mapped) and Python's ElementTree (persons and the channel's tags).
 @Suite(.serialized) struct PodcastingDemoTests {
-    static let podcastparser: Bool = (try? Python.run(["-c", "import podcastparser"]).status) == 0
+    static let podcastparser: Bool = (try? Python.runWaitingHere(["-c", "import podcastparser"]).status) == 0
 
     @Test(.enabled(if: podcastparser, "python3 with podcastparser is not installed (python3 -m pip install podcastparser)"))
     func theDemoPublishesPodcasting20TagsThatPodcastAppsRead() async throws {
@@ -259,7 +259,7 @@ import TestSupport
             let items = try String(contentsOfFile: file, encoding: .utf8).components(separatedBy: "<item>").dropFirst()
             return sum + items.filter { $0.contains("<podcast:transcript ") }.count
         }
-        let result = try Python.run(["-c", script] + files)
+        let result = try await Python.run(["-c", script] + files)
         #expect(result.status == 0, "\(result.output)")
         let lines = Set(result.output.split(separator: "\n").map(String.init))
         #expect(lines.contains("locked yes feeds@example.com"), "\(result.output)")
