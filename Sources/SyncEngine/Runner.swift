@@ -361,7 +361,11 @@ public struct Runner: Sendable {
                 }
             }
             do {
-                exported += try SnapshotExporter.export(job.exports.filter { !$0.isReport }, context: context, logger: logger)
+                // Seconds of synchronous writing: on a thread of its own (awaitOffPool).
+                let (specs, context, logger) = (job.exports.filter { !$0.isReport }, context, logger)
+                exported += try await awaitOffPool { () throws(StoreSyncError) in
+                    try SnapshotExporter.export(specs, context: context, logger: logger)
+                }
             } catch {
                 exportError = exportError ?? error
             }

@@ -157,7 +157,10 @@ import Testing
         return logger
     }
 
-    static func session(timeout: Double = 10) -> URLSession {
+    /// `timeout` bounds a hang, not the server's speed: the suite's other tests
+    /// can keep both of CI's cooperative threads (which the simulator answers
+    /// on) busy for seconds, and a 10 s bound failed answers that were coming.
+    static func session(timeout: Double = 120) -> URLSession {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil

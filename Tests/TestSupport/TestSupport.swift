@@ -248,9 +248,7 @@ public final class GatedTransport: HTTPTransport {
 /// there held the others' for a minute, and HTTP tests bounded at 60 s
 /// failed with no answer while their answer sat unread.
 public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try work() }) }.start()
-    }
+    try await awaitOffPool(work)
 }
 
 /// `python3 args…` for the checks real clients make (feedparser, podcastparser, Datasette).
