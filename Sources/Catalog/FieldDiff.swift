@@ -1,12 +1,12 @@
 /// One top-level field whose value differs between two versions of a record.
-package struct FieldChange: Sendable, Equatable {
-    package var field: String
+public struct FieldChange: Sendable, Equatable {
+    public var field: String
     /// Canonical JSON of the old value, nil when the field was absent.
-    package var before: String?
+    public var before: String?
     /// Canonical JSON of the new value, nil when the field is now absent.
-    package var after: String?
+    public var after: String?
 
-    package init(field: String, before: String?, after: String?) {
+    public init(field: String, before: String?, after: String?) {
         self.field = field
         self.before = before
         self.after = after

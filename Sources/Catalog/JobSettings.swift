@@ -147,7 +147,10 @@ public enum ExportSpec: Sendable, Equatable {
     /// change log of the runs of the last `historyDays` days (nil: every run
     /// the store keeps). Bounded by default so a night's export does not grow
     /// with the years of history behind it; the snapshot keeps it all.
-    case sqlite(path: String, historyDays: Int? = ExportSpec.defaultHistoryDays)
+    /// `history`: a `{table}_history` table beside each entity table, every
+    /// version of every entity within the same days. `metadata`: where to
+    /// write Datasette's `metadata.json` for it (nil: none).
+    case sqlite(path: String, historyDays: Int? = ExportSpec.defaultHistoryDays, history: Bool = false, metadata: String? = nil)
     /// A CSV per table of the consumer database (`podcasts.csv`, one per records-file source, …) in `directory`.
     case csvTables(directory: String, options: CSVExportOptions)
     /// The changes of the run (one row per changed field).
@@ -167,7 +170,7 @@ public enum ExportSpec: Sendable, Equatable {
     /// export writes, as the job file names it: what an error points at.
     public var target: String {
         switch self {
-        case .sqlite(let path, _), .csvChanges(let path, _), .runReport(let path), .metrics(let path): path
+        case .sqlite(let path, _, _, _), .csvChanges(let path, _), .runReport(let path), .metrics(let path): path
         case .csvTables(let directory, _): directory
         case .feed(let feed): feed.rssPath ?? feed.atomPath ?? ""
         case .opml(let opml): opml.path

@@ -17,6 +17,7 @@ package enum CSVExport {
     /// so two nights' files diff line by line). Every entity table has its
     /// file, empty but for its header when nothing was crawled. Records-file
     /// sources get one file each in their own columns (``RecordTables``).
+    /// `datapackage.json` describes them all (``DataPackage``).
     static func writeTables(directory: URL, options spec: CSVExportOptions, context: ExportContext) throws -> [ExportedFile] {
         let csvOptions = options(spec)
         var files: [ExportedFile] = []
@@ -38,6 +39,7 @@ package enum CSVExport {
         if stored.contains(.record) {
             files += try RecordTables.writeCSV(directory: directory, options: csvOptions, store: context.store)
         }
+        files.append(try DataPackage.write(directory: directory, entities: tables, options: spec, context: context))
         return files
     }
 

@@ -50,6 +50,35 @@ enum ConsumerSchema {
     /// The column holding a record's members that no other column holds.
     static let extraColumn = "extra"
 
+    /// When an entity was first seen and last changed: the last columns of
+    /// every entity table (after `extra`, so files written before them keep
+    /// their column positions). The run is a `runs` id; the time is its
+    /// `started_at`, the time the crawl that saw it began. Not declared
+    /// foreign keys: retention prunes old runs, and the entity keeps the id
+    /// (its time is NULL then).
+    static let seenColumns = [
+        "first_seen_run INTEGER", "first_seen TEXT", "last_changed_run INTEGER", "last_changed TEXT",
+    ]
+
+    /// The history table of `table` (``SQLiteExport/copyHistory(_:runs:runTimes:store:into:)``).
+    static func historyTable(for table: String) -> String { "\(table)_history" }
+
+    /// The columns a history table has before the entity's own: the key, the
+    /// version's number, how it began, the runs (and times) it is valid from
+    /// and until (NULL: still valid), whether it is a removal's tombstone, and
+    /// the fields its run changed (a JSON array, for `changed` versions).
+    /// Named with a leading `_`, which no canonical field has (an app has a
+    /// `version`), as dlt names its own. The runs are not declared foreign
+    /// keys, as ``seenColumns``'s are not.
+    static let versionColumns = [
+        "key TEXT NOT NULL", "_version INTEGER NOT NULL", "_event TEXT NOT NULL",
+        "_valid_from_run INTEGER", "_valid_from TEXT", "_valid_to_run INTEGER", "_valid_to TEXT",
+        "_deleted INTEGER NOT NULL", "_changed_fields TEXT",
+    ]
+
+    /// The history table's own column names (``versionColumns`` without their types).
+    static var versionColumnNames: [String] { versionColumns.map { String($0.prefix { $0 != " " }) } }
+
     /// The tables and views the export itself defines, which a records-file
     /// source's table may not take.
     static var reservedNames: Set<String> {
@@ -58,6 +87,7 @@ enum ConsumerSchema {
         names.formUnion(["changes", "runs", "vendors", "charts"])
         names.formUnion(views(entities: Set(EntityKind.allCases)).map(\.name))
         names.formUnion(entities.map { searchTable(for: table(for: $0)) })
+        names.formUnion(entities.map { historyTable(for: table(for: $0)) })
         return names
     }
 

@@ -13,7 +13,10 @@ import Snapshot
 ///   declared for tools to show links and never enforced, so orphans are fine;
 ///   `vendors` is derived from the listings.
 /// - One table per records-file source, in the file's own columns (``RecordTables``).
-/// - `changes` (the change log, canonical field names) and `runs`.
+/// - `changes` (the change log, canonical field names) and `runs`; each
+///   entity row says when it was first seen and last changed (run and time).
+/// - With `history`, `{table}_history` beside each entity table: every version
+///   of every entity within the change log's days (``copyHistory(_:runs:runTimes:store:into:)``).
 /// - FTS5 full-text search over names and descriptions (`{table}_fts`), and
 ///   views for the common questions (``ConsumerSchema/views(entities:)``).
 ///
@@ -22,12 +25,12 @@ import Snapshot
 /// file's layout is an export format (like the CSV columns), not the store's
 /// schema: a PostgreSQL store exports the very same file.
 enum SQLiteExport {
-    static func write(to url: URL, historyDays: Int? = nil, context: ExportContext) throws -> ExportedFile {
+    static func write(to url: URL, historyDays: Int? = nil, history: Bool = false, context: ExportContext) throws -> ExportedFile {
         let temporary = try AtomicFile.temporaryURL(for: url)
         var rows = 0
         do {
             try SQLiteFile.create(at: temporary.path) { file in
-                rows = try fill(file, historyDays: historyDays, context: context)
+                rows = try fill(file, historyDays: historyDays, history: history, context: context)
             }
             // Built whole under a temporary name, then published like every
             // other export: readers see the old file or the new one.
@@ -40,23 +43,30 @@ enum SQLiteExport {
     }
 
     /// Creates and fills every table, index and view; returns the entity and record rows written.
-    static func fill(_ file: SQLiteFile, historyDays: Int? = nil, context: ExportContext) throws -> Int {
+    static func fill(_ file: SQLiteFile, historyDays: Int? = nil, history: Bool = false, context: ExportContext) throws -> Int {
         let store = context.store
         let stored = try store.entities()
         // Every consumer table, and any other entity an older store still holds.
         let tables = ConsumerSchema.entityTables + stored.filter { !ConsumerSchema.entityTables.contains($0) && $0 != .record }
         let chartItems = stored.contains(.chartEntry) ? try chartItemEntities(store) : []
+        // First: the entity rows and versions name runs, with their times.
+        let runTimes = try copyRuns(through: context.runID, store: store, into: file)
         var rows = 0
         for entity in tables {
             rows += try copyEntity(entity, foreignKeys: ConsumerSchema.foreignKeys(of: entity, chartItems: chartItems),
-                                   read: stored.contains(entity), store: store, into: file)
+                                   read: stored.contains(entity), runTimes: runTimes, store: store, into: file)
         }
         try createVendors(file)
         if stored.contains(.record) {
             rows += try RecordTables.copy(store: store, into: file, logger: context.logger)
         }
-        try copyRuns(through: context.runID, store: store, into: file)
-        try copyChanges(of: try historyRuns(days: historyDays, through: context.runID, store: store), store: store, into: file)
+        let logged = try historyRuns(days: historyDays, through: context.runID, store: store)
+        try copyChanges(of: logged, store: store, into: file)
+        if history {
+            for entity in tables {
+                try copyHistory(entity, runs: logged ?? Array(runTimes.keys).sorted(), runTimes: runTimes, store: store, into: file)
+            }
+        }
         for entity in tables {
             let columns = ConsumerSchema.searchColumns(of: entity)
             guard !columns.isEmpty else { continue }
@@ -82,7 +92,7 @@ enum SQLiteExport {
     /// The entity's table and its rows in the store's order; returns how many
     /// rows the store gave (none are read when `read` is false: the store holds
     /// none). Its foreign keys are declared, not enforced (``SQLiteFile``).
-    static func copyEntity(_ entity: EntityKind, foreignKeys: [ConsumerSchema.ForeignKey], read: Bool,
+    static func copyEntity(_ entity: EntityKind, foreignKeys: [ConsumerSchema.ForeignKey], read: Bool, runTimes: [Int64: String],
                            store: any SnapshotStore, into file: SQLiteFile) throws -> Int {
         let name = ConsumerSchema.table(for: entity)
         let quoted = ConsumerSchema.quoted
@@ -95,12 +105,13 @@ enum SQLiteExport {
                 + (key.map { " REFERENCES \(quoted($0.table))(\(quoted($0.targetColumn)))" } ?? ""))
         }
         definitions.append("\(quoted(ConsumerSchema.extraColumn)) TEXT")
+        definitions += ConsumerSchema.seenColumns
         try file.execute("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
         var count = 0
         if read {
             // Values are bound; only the model's names are spliced, quoted. The column
             // affinities type each value as the store read it from the record.
-            let placeholders = Array(repeating: "?", count: columns.count + 2).joined(separator: ", ")
+            let placeholders = Array(repeating: "?", count: columns.count + 6).joined(separator: ", ")
             let insert = try file.prepare("INSERT INTO \(table) VALUES (\(placeholders)) ")
             let holdsKey = columns.map { ConsumerSchema.holdsKey($0.name) }
             try store.forEachRecord(of: entity, columns: columns, order: .insertion) { record in
@@ -111,6 +122,8 @@ enum SQLiteExport {
                 }
                 insert.bind(columns.count + 2, ExtraMembers.json(payload: record.payload, columns: columns, values: record.values)
                     .map { StoredValue.text(ExportText.clean($0)) } ?? .null)
+                bindRun(record.addedRun, at: columns.count + 3, times: runTimes, into: insert)
+                bindRun(record.changedRun, at: columns.count + 5, times: runTimes, into: insert)
                 try insert.run()
                 count += 1
             }
@@ -123,6 +136,58 @@ enum SQLiteExport {
         }
         if entity == .chartEntry {
             try file.execute("CREATE INDEX chart_entries_by_slot ON chart_entries(chart, country, genre_id, rank)")
+        }
+        return count
+    }
+
+    /// Binds a run's id and its start time (as `runs.started_at` gives it) at `index` and `index + 1`.
+    static func bindRun(_ run: Int64?, at index: Int, times: [Int64: String], into statement: SQLiteFile.Statement) {
+        statement.bind(index, run.map { StoredValue.integer($0) } ?? .null)
+        statement.bind(index + 1, run.flatMap { times[$0] }.map { StoredValue.text($0) } ?? .null)
+    }
+
+    /// `{table}_history`: one row per version of each entity the store holds
+    /// or the change log says it removed, oldest first, as
+    /// ``SnapshotStore/forEachEntityHistory(of:runs:_:)`` derives them from
+    /// the change log of `runs`. A version's columns are the entity table's;
+    /// a tombstone (`_deleted` = 1) keeps the fields it was removed with.
+    /// Returns the rows written.
+    @discardableResult
+    static func copyHistory(_ entity: EntityKind, runs: [Int64], runTimes: [Int64: String],
+                            store: any SnapshotStore, into file: SQLiteFile) throws -> Int {
+        let quoted = ConsumerSchema.quoted
+        let table = quoted(ConsumerSchema.historyTable(for: ConsumerSchema.table(for: entity)))
+        let columns = EntityColumns.columns(for: entity)
+        let definitions = ConsumerSchema.versionColumns
+            + columns.map { "\(quoted($0.name)) \($0.kind.rawValue)" }
+            + ["\(quoted(ConsumerSchema.extraColumn)) TEXT", "PRIMARY KEY (\(quoted(ConsumerSchema.keyColumn)), _version)"]
+        try file.execute("CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
+        let insert = try file.prepare("INSERT INTO \(table) VALUES (\(Array(repeating: "?", count: columns.count + 10).joined(separator: ", ")))")
+        let holdsKey = columns.map { ConsumerSchema.holdsKey($0.name) }
+        var projection = PayloadProjection(columns)
+        var values: [StoredValue] = []
+        var count = 0
+        try store.forEachEntityHistory(of: entity, runs: runs) { history in
+            let key = ExportText.clean(history.key)
+            for version in history.versions {
+                insert.bind(1, key)
+                insert.bind(2, .integer(Int64(version.number)))
+                insert.bind(3, .text(version.event.rawValue))
+                bindRun(version.validFromRun, at: 4, times: runTimes, into: insert)
+                bindRun(version.validToRun, at: 6, times: runTimes, into: insert)
+                insert.bind(8, .integer(version.deleted ? 1 : 0))
+                insert.bind(9, version.changes.isEmpty ? .null
+                    : .text(ExportText.clean(CanonicalJSON.string(.array(version.changes.map { .string($0.field) })))))
+                var payload = version.payload
+                payload.withUTF8 { projection.values(of: $0, into: &values) }
+                for (index, value) in values.enumerated() {
+                    insert.bind(index + 10, holdsKey[index] && value == .text("") ? .null : ExportText.clean(value))
+                }
+                insert.bind(columns.count + 10, ExtraMembers.json(payload: version.payload, columns: columns, values: values)
+                    .map { StoredValue.text(ExportText.clean($0)) } ?? .null)
+                try insert.run()
+                count += 1
+            }
         }
         return count
     }
@@ -180,8 +245,10 @@ enum SQLiteExport {
         try file.execute("CREATE INDEX changes_by_record ON changes(entity, key)")
     }
 
-    /// The runs up to the exported one, with their summed counters (NULL for a run that stored none).
-    static func copyRuns(through runID: Int64, store: any SnapshotStore, into file: SQLiteFile) throws {
+    /// The runs up to the exported one, with their summed counters (NULL for a
+    /// run that stored none). Returns each run's `started_at` as the table has it.
+    @discardableResult
+    static func copyRuns(through runID: Int64, store: any SnapshotStore, into file: SQLiteFile) throws -> [Int64: String] {
         try file.execute("""
             CREATE TABLE runs (id INTEGER PRIMARY KEY, job TEXT, night INTEGER, started_at TEXT, finished_at TEXT, status TEXT,
                                added INTEGER, changed INTEGER, removed INTEGER, unchanged INTEGER, pages INTEGER, requests INTEGER)
@@ -198,5 +265,10 @@ enum SQLiteExport {
                       .text(run.status.rawValue), count(\.added), count(\.changed), count(\.removed), count(\.unchanged),
                       count(\.pages), count(\.requests)])
         }
+        var times: [Int64: String] = [:]
+        try file.forEachRow("SELECT id, started_at FROM runs") { row in
+            if case .integer(let id) = row[0], case .text(let time) = row[1] { times[id] = time }
+        }
+        return times
     }
 }

@@ -141,11 +141,17 @@ package enum SnapshotExporter {
         for spec in specs {
             do {
                 switch spec {
-                case .sqlite(let path, let historyDays):
+                case .sqlite(let path, let historyDays, let history, let metadata):
                     let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
-                    var file = try SQLiteExport.write(to: url, historyDays: historyDays, context: context)
+                    var file = try SQLiteExport.write(to: url, historyDays: historyDays, history: history, context: context)
                     file.template = path
                     files.append(file)
+                    if let metadata {
+                        let described = try PathTemplate.resolve(metadata, values: context.templateValues, inside: context.outputDirectory)
+                        var file = try DatasetteMetadata.write(to: described, database: url, history: history, context: context)
+                        file.template = metadata
+                        files.append(file)
+                    }
                 case .csvTables(let directory, let options):
                     let url = try PathTemplate.resolve(directory, values: context.templateValues, inside: context.outputDirectory)
                     files += try CSVExport.writeTables(directory: url, options: options, context: context)

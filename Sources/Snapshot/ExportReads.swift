@@ -72,6 +72,8 @@ extension SQLSnapshotStore {
             row.key = String(decoding: stored.key, as: UTF8.self)
             projection.values(of: stored.payload, into: &row.values)
             row.payload = String(decoding: stored.payload, as: UTF8.self)
+            row.addedRun = stored.addedRun
+            row.changedRun = stored.changedRun
             try body(row)
         }
     }
@@ -80,7 +82,7 @@ extension SQLSnapshotStore {
                                     _ body: (StoredRecordBytes) throws -> Void) throws {
         // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
         let firstSource = "substr(sources, 1, instr(sources || char(9), char(9)) - 1)"
-        let selected = "\(firstSource), key, fields"
+        let selected = "\(firstSource), key, fields, added_run, changed_run"
         try stream { db in
             let sql: String
             switch order {
@@ -109,9 +111,29 @@ extension SQLSnapshotStore {
             let query = RawStatement(try db.makeStatement(sql: sql))
             query.bind(1, entity.rawValue)
             while try query.nextRow(db) {
-                try body(StoredRecordBytes(source: query.columnBytes(0), key: query.columnBytes(1), payload: query.columnBytes(2)))
+                try body(StoredRecordBytes(source: query.columnBytes(0), key: query.columnBytes(1), payload: query.columnBytes(2),
+                                           addedRun: query.columnInt64(3), changedRun: query.columnInt64(4)))
             }
         }
+    }
+
+    package func unlinkedCount(of entity: EntityKind, field: String, target: EntityKind) throws(StoreSyncError) -> Int {
+        var count = 0
+        do {
+            try stream { db in
+                let value = "json_extract(e.fields, '\(Self.jsonPath(field).replacingOccurrences(of: "'", with: "''"))')"
+                count = try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM entities e
+                    WHERE e.entity = ? AND \(value) IS NOT NULL AND CAST(\(value) AS TEXT) != ''
+                      AND NOT EXISTS (SELECT 1 FROM entities t WHERE t.entity = ? AND t.key = CAST(\(value) AS TEXT))
+                    """, arguments: [entity.rawValue, target.rawValue]) ?? 0
+            }
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .storage(path: path, reason: "\(error)", cause: error)
+        }
+        return count
     }
 
     package func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws {

@@ -50,6 +50,17 @@ package final class SQLiteFile {
         Statement(raw: RawStatement(try db.makeStatement(sql: sql)), db: db)
     }
 
+    /// Runs a query over what the file holds so far, one row at a time.
+    package func forEachRow(_ sql: String, _ body: ([StoredValue]) throws -> Void) throws {
+        let query = RawStatement(try db.makeStatement(sql: sql))
+        var row: [StoredValue] = []
+        while try query.nextRow(db) {
+            row.removeAll(keepingCapacity: true)
+            for index in 0..<query.columnCount { row.append(query.columnValue(index)) }
+            try body(row)
+        }
+    }
+
     package struct Statement {
         fileprivate let raw: RawStatement
         fileprivate let db: Database

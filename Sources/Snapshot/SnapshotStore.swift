@@ -200,6 +200,21 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// Streams the change log, of one run or (nil) of every run, in `order`.
     func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws
 
+    /// Streams every entity of `entity` with its versions (``EntityHistory``):
+    /// those held now and those the log says were removed, in key order (byte
+    /// order). `runs`: the change log of these runs only (nil: all it keeps);
+    /// the versions before them fold into one ``VersionEvent/baseline``.
+    func forEachEntityHistory(of entity: EntityKind, runs: [Int64]?, _ body: (EntityHistory) throws -> Void) throws
+
+    /// How many held entities of `entity` name, in their text `field`, a key
+    /// (not empty) that no held `target` entity has: the orphans a link from
+    /// `field` to `target`'s key would have.
+    func unlinkedCount(of entity: EntityKind, field: String, target: EntityKind) throws(StoreSyncError) -> Int
+
+    /// One entity's versions, from all the change log keeps; nil when the
+    /// store neither holds it nor logged it.
+    func entityHistory(of entity: EntityKind, key: String) throws(StoreSyncError) -> EntityHistory?
+
     /// Streams the records a feed lists, in the feed's order, at most `limit`
     /// of them (nil: all; SQLite then sorts only what it keeps). `body`
     /// returns false to stop reading: memory follows the feed, not the store.

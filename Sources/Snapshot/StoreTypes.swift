@@ -277,6 +277,8 @@ public struct ProjectedRecord: Sendable {
     public var values: [StoredValue]
     /// The record's canonical JSON (every field, also those no column names).
     public var payload: String
+    /// The run that first saw the record, and the last run that changed its fields.
+    public var addedRun: Int64 = 0, changedRun: Int64 = 0
 }
 
 /// A current record as the store holds it, for readers that work on bytes:
@@ -288,6 +290,8 @@ public struct StoredRecordBytes {
     public var key: UnsafeBufferPointer<UInt8>
     /// The record's canonical JSON.
     public var payload: UnsafeBufferPointer<UInt8>
+    /// The run that first saw the record, and the last run that changed its fields.
+    public var addedRun: Int64 = 0, changedRun: Int64 = 0
 }
 
 /// The order records are streamed in.

@@ -226,7 +226,8 @@ extension SettingsReader {
         for (n, export) in exports.enumerated() where n < nodes.count {
             var targets: [String] = []
             switch export {
-            case .sqlite(let path, _), .csvChanges(let path, _), .runReport(let path), .metrics(let path): targets = [path]
+            case .sqlite(let path, _, _, let metadata): targets = [path] + [metadata].compactMap { $0 }
+            case .csvChanges(let path, _), .runReport(let path), .metrics(let path): targets = [path]
             case .feed(let feed): targets = [feed.rssPath, feed.atomPath].compactMap { $0 }
             case .opml(let opml): targets = [opml.path]
             case .csvTables, .artwork: targets = []
@@ -587,14 +588,18 @@ extension SettingsReader {
         guard let kind = string(fields, "kind", path: path, required: true) else { return nil }
         switch kind {
         case "sqlite":
-            checkKeys(fields, path: path, allowed: ["kind", "path", "historyDays", "keep"])
+            checkKeys(fields, path: path, allowed: ["kind", "path", "historyDays", "history", "metadata", "keep"])
             var historyDays: Int? = ExportSpec.defaultHistoryDays
             if string(fields, "historyDays", path: path) == "all" {
                 historyDays = nil
             } else if value(fields, "historyDays") != nil {
                 historyDays = int(fields, "historyDays", path: path, range: 1...36500)
             }
-            return template(fields, "path", path: path, default: nil, allowed: ["date", "job"]).map { .sqlite(path: $0, historyDays: historyDays) }
+            let metadata = value(fields, "metadata") == nil ? nil
+                : template(fields, "metadata", path: path, default: nil, allowed: ["date", "job"])
+            return template(fields, "path", path: path, default: nil, allowed: ["date", "job"]).map {
+                .sqlite(path: $0, historyDays: historyDays, history: bool(fields, "history", path: path) ?? false, metadata: metadata)
+            }
         case "csv":
             checkKeys(fields, path: path, allowed: ["kind", "directory"] + Self.csvKeys)
             let options = csvOptions(fields, path: path)

@@ -38,7 +38,7 @@ struct StoreSync: AsyncParsableCommand {
             · 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (a run stops at a page boundary and resumes next time).
             """,
         version: StoreSyncVersion.current,
-        subcommands: [Run.self, Status.self, Changes.self, Export.self, Validate.self, Migrate.self, Simulate.self, BenchCommand.self,
+        subcommands: [Run.self, Status.self, Changes.self, History.self, Export.self, Validate.self, Migrate.self, Simulate.self, BenchCommand.self,
                       BenchTask.self]
     )
 }
@@ -276,6 +276,40 @@ struct Changes: AsyncParsableCommand {
         do {
             let spec = try Wiring.load(job)
             _ = try MachineOutput.writeChanges(job: spec, runID: runID, format: json ? .json : csv ? .csv : .text,
+                                               to: FileHandle.standardOutput.fileDescriptor)
+        } catch {
+            printError(error.description)
+            throw ExitCode(exitStatus(for: error).rawValue)
+        }
+    }
+}
+
+struct History: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Tell one entity's story: every version the change log keeps, and what changed in each.",
+        discussion: """
+            Reads the store only (a read-only store file is enough) and takes no lock, so it is safe while a run \
+            is going on. A removed entity is told too, for as long as the store's retention keeps its change log. \
+            --json prints the schema in docs/cli-json.md.
+            """
+    )
+
+    @Argument(help: "The job file.", completion: .file(extensions: ["yml", "yaml"]))
+    var job: String
+
+    @Argument(help: "The entity: podcast, episode, listing, chart-entry, … (as in changes.csv's entity column).")
+    var entity: String
+
+    @Argument(help: "The entity's key (the key column of its table).")
+    var key: String
+
+    @Flag(help: "As JSON.")
+    var json = false
+
+    func run() async throws {
+        do {
+            let spec = try Wiring.load(job)
+            _ = try MachineOutput.writeHistory(job: spec, entity: entity, key: key, json: json,
                                                to: FileHandle.standardOutput.fileDescriptor)
         } catch {
             printError(error.description)

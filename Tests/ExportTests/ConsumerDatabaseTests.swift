@@ -120,8 +120,8 @@ struct ConsumerFixture {
     }
 
     /// Exports `demo.sqlite` and `csv/`; returns the database.
-    func export(historyDays: Int? = ExportSpec.defaultHistoryDays) throws -> DatabaseQueue {
-        _ = try SnapshotExporter.export([.sqlite(path: "demo.sqlite", historyDays: historyDays),
+    func export(historyDays: Int? = ExportSpec.defaultHistoryDays, history: Bool = false) throws -> DatabaseQueue {
+        _ = try SnapshotExporter.export([.sqlite(path: "demo.sqlite", historyDays: historyDays, history: history),
                                          .csvTables(directory: "csv", options: CSVExportOptions())],
                                         context: context, logger: Logger(label: "test"))
         return try DatabaseQueue(path: output.appendingPathComponent("demo.sqlite").path)
@@ -129,6 +129,70 @@ struct ConsumerFixture {
 }
 
 @Suite struct ConsumerDatabaseTests {
+    /// The columns the export adds (the key, `extra`, first seen and last
+    /// changed, a history table's own) are no canonical field's name.
+    @Test func theExportsOwnColumnsAreNoFieldsName() {
+        let own = ["key", "extra"] + ConsumerSchema.seenColumns.map { String($0.prefix { $0 != " " }) } + ConsumerSchema.versionColumnNames
+        for entity in EntityKind.allCases {
+            let clashes = Set(CanonicalSchema.fields(of: entity).map(\.name)).intersection(own)
+            #expect(clashes.isEmpty, "\(entity): \(clashes.sorted())")
+        }
+    }
+
+    /// Each entity row says when it was first seen and last changed; with
+    /// `history`, each table's versions sit beside it (issue 30, item 1).
+    @Test func historyTablesHoldEveryVersionAndTheCurrentRowIsTheOpenOne() async throws {
+        let fixture = try await ConsumerFixture.make("consumer-history")
+        let plain = try fixture.export()
+        let histories = try await plain.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE name LIKE '%_history'")
+        }
+        #expect(histories.isEmpty, "history is asked for: \(histories)")
+        let db = try fixture.export(history: true)
+        let (runOne, runTwo) = try await db.read { db in
+            (try String.fetchOne(db, sql: "SELECT started_at FROM runs WHERE id = 1"),
+             try String.fetchOne(db, sql: "SELECT started_at FROM runs WHERE id = 2"))
+        }
+        let seen = try await db.read { db in
+            try Row.fetchAll(db, sql: "SELECT key, first_seen_run, first_seen, last_changed_run, last_changed FROM listings ORDER BY key")
+                .map { "\($0[0] as String) \($0[1] as Int) \($0[2] as String) \($0[3] as Int) \($0[4] as String)" }
+        }
+        #expect(seen == ["5001 1 \(runOne!) 2 \(runTwo!)", "5002 1 \(runOne!) 2 \(runTwo!)", "5003 1 \(runOne!) 1 \(runOne!)"])
+        let versions = try await db.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT key, _version, _event, _valid_from_run, _valid_from, _valid_to_run, _valid_to, _deleted, _changed_fields, price
+                FROM listings_history ORDER BY key, _version
+                """).map { row in
+                    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map { (row[$0] as DatabaseValue).description }.joined(separator: " ")
+                }
+        }
+        #expect(versions == [
+            "\"5001\" 1 \"added\" 1 \"\(runOne!)\" 2 \"\(runTwo!)\" 0 NULL 20.0",
+            "\"5001\" 2 \"changed\" 2 \"\(runTwo!)\" NULL NULL 0 \"[\\\"price\\\"]\" 18.0",
+            "\"5002\" 1 \"added\" 1 \"\(runOne!)\" 2 \"\(runTwo!)\" 0 NULL 15.0",
+            "\"5002\" 2 \"changed\" 2 \"\(runTwo!)\" NULL NULL 0 \"[\\\"price\\\"]\" 16.0",
+            "\"5003\" 1 \"added\" 1 \"\(runOne!)\" NULL NULL 0 NULL 9.5",
+        ])
+        for entity in ConsumerSchema.entityTables {
+            let table = ConsumerSchema.table(for: entity)
+            let columns = (["key"] + EntityColumns.columns(for: entity).map(\.name) + ["extra"]).map(ConsumerSchema.quoted).joined(separator: ", ")
+            let (missing, stale, open) = try await db.read { db in
+                (try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM (SELECT \(columns) FROM \(table)
+                                          EXCEPT SELECT \(columns) FROM \(table)_history WHERE _valid_to_run IS NULL AND _deleted = 0)
+                    """),
+                 try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM (SELECT \(columns) FROM \(table)_history WHERE _valid_to_run IS NULL AND _deleted = 0
+                                          EXCEPT SELECT \(columns) FROM \(table))
+                    """),
+                 try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)_history WHERE _valid_to_run IS NULL"))
+            }
+            let rows = try await db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") }
+            #expect(missing == 0 && stale == 0 && open == rows, "\(table): the open versions are not the current rows")
+        }
+        #expect(try await db.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") } == "ok")
+    }
+
     @Test func everyEntityHasASnakeCaseTableWithItsCanonicalColumns() async throws {
         let db = try await ConsumerFixture.make("consumer-tables").export()
         let (tables, views) = try await db.read { db in
@@ -143,6 +207,7 @@ struct ConsumerFixture {
                 try Row.fetchAll(db, sql: "PRAGMA table_info(\(ConsumerSchema.table(for: entity)))").map { "\($0["name"] as String) \($0["type"] as String)" }
             }
             let expected = ["key TEXT"] + CanonicalSchema.fields(of: entity).map { "\($0.name) \($0.kind.rawValue)" } + ["extra TEXT"]
+                + ["first_seen_run INTEGER", "first_seen TEXT", "last_changed_run INTEGER", "last_changed TEXT"]
             #expect(columns == expected, "\(entity)")
         }
         let (podcasts, priceType) = try await db.read { db in
@@ -307,7 +372,7 @@ struct ConsumerFixture {
         _ = try fixture.export()
         let csv = fixture.output.appendingPathComponent("csv")
         let files = try FileManager.default.contentsOfDirectory(atPath: csv.path).sorted()
-        #expect(files == (ConsumerSchema.entityTables.map { "\(ConsumerSchema.table(for: $0)).csv" } + ["my_sales.csv"]).sorted())
+        #expect(files == (ConsumerSchema.entityTables.map { "\(ConsumerSchema.table(for: $0)).csv" } + ["my_sales.csv", "datapackage.json"]).sorted())
         let podcasts = try String(contentsOf: csv.appendingPathComponent("podcasts.csv"), encoding: .utf8)
         let header = podcasts.components(separatedBy: "\r\n")[0]
         #expect(header == (["key"] + CanonicalSchema.fields(of: .podcast).map(\.name) + ["extra"]).joined(separator: ","))

@@ -17,6 +17,21 @@ enum DatasetteCheck {
     static let skipMessage: Comment = "python3 with Datasette is not installed (python3 -m pip install datasette)"
 }
 
+/// `python3 -m frictionless validate` on a Data Package.
+enum FrictionlessCheck {
+    static let available: Bool = (try? Python.runWaitingHere(["-c", "import frictionless"]).status) == 0
+    static let skipMessage: Comment = "python3 with frictionless is not installed (python3 -m pip install frictionless)"
+
+    /// The validation's report (`--json`): whether the package is valid, and its first errors.
+    static func validate(_ package: URL) async throws -> (valid: Bool, report: String) {
+        let result = try await Python.run(["-m", "frictionless", "validate", "--json", package.path])
+        let report = result.output
+        let start = report.firstIndex(of: "{") ?? report.startIndex
+        let parsed = try? JSONSerialization.jsonObject(with: Data(report[start...].utf8)) as? [String: Any]
+        return (parsed?["valid"] as? Bool ?? false, String(report.prefix(3000)))
+    }
+}
+
 /// The consumer exports as their readers show them: Datasette for the
 /// database, podcastparser and feedparser for the feeds built from canonical fields.
 @Suite(.serialized) struct ExportReaderTests {
@@ -32,6 +47,57 @@ enum DatasetteCheck {
         #expect(result.output.contains("search laptops: 103 Gadget Talk Weekly"), "\(result.output)")
         #expect(result.output.contains("charts: #1 World News Hour, #2 The Daily Laugh, #3 Chart says 555"), "\(result.output)")
         #expect(result.output.contains("my_sales (2)"), "\(result.output)")
+    }
+
+    /// Datasette started with the export's metadata shows the titles, the
+    /// tables' and columns' meanings, facets and sort orders (issue 30, item 5).
+    @Test(.enabled(if: DatasetteCheck.available, DatasetteCheck.skipMessage))
+    func datasetteShowsTheMetadataBesideTheDatabase() async throws {
+        let fixture = try await ConsumerFixture.make("datasette-metadata")
+        _ = try SnapshotExporter.export([.sqlite(path: "demo.sqlite", history: true, metadata: "metadata.json")],
+                                        context: fixture.context, logger: Logger(label: "test"))
+        let database = fixture.output.appendingPathComponent("demo.sqlite")
+        let metadata = fixture.output.appendingPathComponent("metadata.json")
+        let result = try await Python.run([DatasetteCheck.script.path, database.path, metadata.path])
+        #expect(result.status == 0, "check_datasette.py failed:\n\(result.output)")
+        let meanings = CanonicalSchema.fields(of: .podcast).count + 6
+        #expect(result.output.contains("metadata: \(meanings) of \(meanings) podcasts column meanings shown"), "\(result.output)")
+    }
+
+    /// `datapackage.json` beside the CSV files passes `frictionless validate`:
+    /// every file against its declared types and keys. The fixture's orphans
+    /// (an episode whose podcast was never crawled, a charted podcast not
+    /// stored) leave those links undeclared; a duplicated key fails it.
+    @Test(.enabled(if: FrictionlessCheck.available, FrictionlessCheck.skipMessage))
+    func theCSVPackageValidatesWithFrictionless() async throws {
+        let fixture = try await ConsumerFixture.make("datapackage")
+        _ = try fixture.export()
+        let package = fixture.output.appendingPathComponent("csv/datapackage.json")
+        let (valid, report) = try await FrictionlessCheck.validate(package)
+        #expect(valid, "\(report)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: package)) as? [String: Any])
+        let resources = document["resources"] as? [[String: Any]] ?? []
+        func schema(_ name: String) -> [String: Any] {
+            resources.first { $0["name"] as? String == name }?["schema"] as? [String: Any] ?? [:]
+        }
+        func links(_ name: String) -> [String] {
+            (schema(name)["foreignKeys"] as? [[String: Any]] ?? []).map { key in
+                "\((key["fields"] as? [String])?.first ?? "") -> \((key["reference"] as? [String: Any])?["resource"] as? String ?? "")"
+            }
+        }
+        #expect(resources.map { $0["path"] as? String ?? "" }.contains("my_sales.csv"))
+        #expect(links("genres") == ["parent_id -> genres"] && links("podcasts") == ["genre_id -> genres"])
+        #expect(links("episodes").isEmpty && links("chart_entries") == ["genre_id -> genres"], "orphans: not declared")
+        let types = Dictionary(uniqueKeysWithValues: (schema("podcasts")["fields"] as? [[String: Any]] ?? []).map {
+            ($0["name"] as? String ?? "", $0["type"] as? String ?? "")
+        })
+        #expect(types["key"] == "string" && types["track_count"] == "integer" && types["release_date"] == "datetime")
+
+        let podcasts = fixture.output.appendingPathComponent("csv/podcasts.csv")
+        let lines = try String(contentsOf: podcasts, encoding: .utf8).split(separator: "\r\n", omittingEmptySubsequences: true)
+        try (lines.joined(separator: "\r\n") + "\r\n" + lines[1] + "\r\n").write(to: podcasts, atomically: true, encoding: .utf8)
+        let (stillValid, duplicated) = try await FrictionlessCheck.validate(package)
+        #expect(!stillValid && duplicated.contains("primary-key"), "a repeated key passed: \(duplicated)")
     }
 
     /// The episodes feed carries what the podcast published: its GUID, the

@@ -225,9 +225,9 @@ struct KillTestJob {
     /// wall-clock time in them: byte-identical when the stores are equal.
     static let comparableExports = ["csv/listings.csv", "csv/podcasts.csv", "changes.csv"]
     /// Every file the exports publish, relative to the output folder.
-    /// The CSV export writes every entity table's file, header only when the entity has no rows.
+    /// The CSV export writes every entity table's file, header only when the entity has no rows, and their description.
     static let entityCSVs = ["albums", "apps", "artists", "audiobooks", "chart_entries", "ebooks", "episodes", "genres",
-                             "listings", "movies", "music_videos", "podcasts", "songs"].map { "csv/\($0).csv" }
+                             "listings", "movies", "music_videos", "podcasts", "songs"].map { "csv/\($0).csv" } + ["csv/datapackage.json"]
     /// The exports, and the output folder's marker of the last exported run.
     let exportFiles = Set(comparableExports + entityCSVs + ["killtest.sqlite", "feeds/podcasts.xml", "feeds/podcasts.atom", "report.json",
                                                             ".storesync-history"])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What Datasette shows for a storesync consumer database.
 
-Usage: check_datasette.py DB.sqlite
+Usage: check_datasette.py DB.sqlite [METADATA.json]
 
 Opens the file with Datasette's Python API (no server, no port) and checks,
 through the same JSON API the web pages are built from:
@@ -14,10 +14,21 @@ through the same JSON API the web pages are built from:
   search ..... `?_search=` on podcasts finds a row through podcasts_fts
   view ....... the `charts` view is listed and answers
 
+With METADATA.json (the `sqlite` export's `metadata:` file), Datasette is
+started with it, as `datasette DB.sqlite --metadata METADATA.json` does, and:
+
+  metadata ... the index page shows its title; the podcasts page shows the
+               table's description and its columns' meanings; podcasts is
+               faceted by genre and sorted by last_changed_run, newest
+               first, without being asked; each `_history` table it
+               describes is listed and faceted by `_event`
+
 Prints one line per finding (`tables: …`, `facet genre: …`, `link: …`,
 `search …: …`) and exits 1 when a check fails, 2 when Datasette is missing.
 """
 import asyncio
+import html
+import json
 import os
 import sys
 
@@ -38,7 +49,7 @@ async def get_json(ds, path):
     return response.json()
 
 
-async def main(path):
+async def main(path, metadata_path=None):
     failures = []
 
     def check(condition, message):
@@ -46,7 +57,11 @@ async def main(path):
             failures.append(message)
             print("FAIL " + message)
 
-    ds = Datasette([path])
+    metadata = None
+    if metadata_path:
+        with open(metadata_path, encoding="utf-8") as f:
+            metadata = json.load(f)
+    ds = Datasette([path], metadata=metadata)
     await ds.invoke_startup()
     name = os.path.splitext(os.path.basename(path))[0]
 
@@ -83,12 +98,32 @@ async def main(path):
     print("charts: " + ", ".join(f"#{row['rank']} {row['name']}" for row in charts["rows"]))
     check(len(charts["rows"]) > 0, "the charts view answers")
 
+    if metadata:
+        index = await ds.client.get("/")
+        check(metadata["title"] in html.unescape(index.text), "the index page shows the metadata's title")
+        described = metadata["databases"][name]["tables"]
+        # Read as text: Jinja and Python escape a quote differently (&#39;, &#x27;).
+        page = html.unescape((await ds.client.get(f"/{name}/podcasts")).text)
+        check(described["podcasts"]["description"] in page, "the podcasts page shows its description")
+        meanings = described["podcasts"]["columns"]
+        shown = [column for column, meaning in meanings.items() if f"<dt>{column}</dt><dd>{meaning}</dd>" in page]
+        print(f"metadata: {len(shown)} of {len(meanings)} podcasts column meanings shown")
+        check(len(shown) == len(meanings), "the podcasts page shows every column's meaning")
+        plain = await get_json(ds, f"/{name}/podcasts.json?_shape=objects&_size=1")
+        check("genre" in plain.get("facet_results", {}), "podcasts is faceted by genre unasked")
+        check(plain.get("human_description_en") == "sorted by last_changed_run descending",
+              f"podcasts is sorted by last_changed_run, newest first: {plain.get('human_description_en')}")
+        for table in sorted(t for t in described if t.endswith("_history")):
+            check(table in visible, f"{table} is listed")
+            versions = await get_json(ds, f"/{name}/{table}.json?_shape=objects&_size=1")
+            check("_event" in versions.get("facet_results", {}), f"{table} is faceted by _event")
+
     print(f"{len(failures)} failed")
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         print(__doc__)
         sys.exit(2)
-    sys.exit(asyncio.run(main(sys.argv[1])))
+    sys.exit(asyncio.run(main(*sys.argv[1:])))

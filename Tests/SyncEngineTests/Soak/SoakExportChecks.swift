@@ -191,6 +191,60 @@ enum SoakExportChecks {
         }
     }
 
+    /// The consumer database's history tables (`history: true`): in each,
+    /// a key's versions are numbered 1… without a gap and chain (each ends at
+    /// the run the next begins, later than it began), exactly one is open, the
+    /// open ones not removed are the entity table's rows, column for column,
+    /// and every key whose last logged change removed it ends in a tombstone.
+    static func historyProblems(_ url: URL) throws -> [String] {
+        try DatabaseQueue(path: url.path).read { db in
+            var problems: [String] = []
+            for entity in EntityKind.allCases where entity != .record && entity != .listingDetail {
+                let table = tableName(entity), history = tableName(entity) + "_history"
+                guard try db.tableExists(history) else {
+                    problems.append("\(history) is missing")
+                    continue
+                }
+                let columns = (["key"] + EntityColumns.columns(for: entity).map(\.name) + ["extra"])
+                    .map { "\"\($0)\"" }.joined(separator: ", ")
+                let checks: [(String, String)] = [
+                    ("versions that do not chain", """
+                        SELECT count(*) FROM \(history) a JOIN \(history) b ON b.key = a.key AND b._version = a._version + 1
+                        WHERE a._valid_to_run IS NOT b._valid_from_run
+                        """),
+                    ("versions that end before they begin", """
+                        SELECT count(*) FROM \(history) WHERE _valid_from_run >= _valid_to_run
+                        """),
+                    ("keys whose versions are not numbered 1…n", """
+                        SELECT count(*) FROM (SELECT key FROM \(history) GROUP BY key HAVING min(_version) != 1 OR max(_version) != count(*))
+                        """),
+                    ("keys without exactly one open version", """
+                        SELECT count(*) FROM (SELECT key FROM \(history) GROUP BY key HAVING sum(_valid_to_run IS NULL) != 1)
+                        """),
+                    ("rows that are not an open version", """
+                        SELECT count(*) FROM (SELECT \(columns) FROM \(table)
+                                              EXCEPT SELECT \(columns) FROM \(history) WHERE _valid_to_run IS NULL AND _deleted = 0)
+                        """),
+                    ("open versions that are not a row", """
+                        SELECT count(*) FROM (SELECT \(columns) FROM \(history) WHERE _valid_to_run IS NULL AND _deleted = 0
+                                              EXCEPT SELECT \(columns) FROM \(table))
+                        """),
+                    ("removed keys without a tombstone", """
+                        SELECT count(*) FROM (SELECT key, op FROM changes c WHERE entity = '\(entity.rawValue)'
+                                                AND c.rowid = (SELECT max(rowid) FROM changes WHERE entity = c.entity AND key = c.key)) last
+                        WHERE last.op = 'removed'
+                          AND NOT EXISTS (SELECT 1 FROM \(history) h WHERE h.key = last.key AND h._valid_to_run IS NULL AND h._deleted = 1)
+                        """),
+                ]
+                for (what, sql) in checks {
+                    let count = try Int.fetchOne(db, sql: sql) ?? 0
+                    if count > 0 { problems.append("\(history): \(count) \(what)") }
+                }
+            }
+            return problems
+        }
+    }
+
     /// A CSV cell against a stored value: text exactly (a leading `'` is the
     /// writer's formula neutralisation), numbers as numbers, null as empty.
     static func cellMatches(_ cell: String, _ value: StoredValue) -> Bool {

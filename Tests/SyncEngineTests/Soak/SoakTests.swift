@@ -88,6 +88,8 @@ import TestSupport
             #expect(csvProblems.isEmpty, "night \(night): \(csvProblems.joined(separator: "\n"))")
             let keyProblems = try SoakExportChecks.consumerKeyProblems(output.appendingPathComponent("demo.sqlite"))
             #expect(keyProblems.isEmpty, "night \(night): \(keyProblems.joined(separator: "\n"))")
+            let historyProblems = try SoakExportChecks.historyProblems(output.appendingPathComponent("demo.sqlite"))
+            #expect(historyProblems.isEmpty, "night \(night): \(historyProblems.joined(separator: "\n"))")
 
             // The same night again: nothing changed upstream, so nothing may be written.
             let again = try await runner.run(RunOptions(night: night))
