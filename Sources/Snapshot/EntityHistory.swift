@@ -187,13 +187,15 @@ extension SQLSnapshotStore {
                 } else {
                     key = held?.key ?? pending!.key
                 }
+                // Keys compared as SQLite orders them, byte for byte: Swift's `==` would
+                // take two spellings of "é" for one key.
                 var changes: [ChangeRow] = []
-                while let row = pending, row.key == key {
+                while let row = pending, row.key.utf8.elementsEqual(key.utf8) {
                     changes.append(row)
                     pending = try logged.nextRow(db) ? Self.changeRow(logged, entity: entity) : nil
                 }
                 var now: EntityHistoryBuilder.Current?
-                if let row = held, row.key == key {
+                if let row = held, row.key.utf8.elementsEqual(key.utf8) {
                     now = row.current
                     held = try current.nextRow(db) ? Self.currentRow(current) : nil
                 }
