@@ -130,6 +130,12 @@ public struct EntityFields: Sendable, Equatable {
 }
 
 /// The identity of a record in the snapshot.
+///
+/// Keys are equal, hashed and ordered by their UTF-8 bytes, as the store's
+/// tables (SQLite's and PostgreSQL's text comparison, the digest index)
+/// hold them. Swift's String equality is canonical equivalence: a key with a
+/// precomposed "é" and one with "e" and a combining accent are two records
+/// upstream, and were one in every dictionary of the store.
 public struct RecordIdentity: Sendable, Hashable, Comparable {
     public var entity: EntityKind
     public var key: String
@@ -139,8 +145,19 @@ public struct RecordIdentity: Sendable, Hashable, Comparable {
         self.key = key
     }
 
+    public static func == (a: RecordIdentity, b: RecordIdentity) -> Bool {
+        a.entity == b.entity && a.key.utf8.elementsEqual(b.key.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(entity)
+        var key = key
+        key.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
     public static func < (a: RecordIdentity, b: RecordIdentity) -> Bool {
-        (a.entity.rawValue, a.key) < (b.entity.rawValue, b.key)
+        if a.entity != b.entity { return a.entity.rawValue < b.entity.rawValue }
+        return a.key.utf8.lexicographicallyPrecedes(b.key.utf8)
     }
 }
 

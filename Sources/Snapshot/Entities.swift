@@ -390,9 +390,18 @@ struct EntityWriter {
 
 /// The entity rows an ``EntityWriter`` knows (a class: the writer is passed by value).
 final class EntityRowCache {
+    /// Equal and hashed by the key's bytes, as the table holds it (``RecordIdentity``).
     struct Key: Hashable {
         var entity: EntityKind
         var key: String
+
+        static func == (a: Key, b: Key) -> Bool { a.entity == b.entity && a.key.utf8.elementsEqual(b.key.utf8) }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(entity)
+            var key = key
+            key.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
     }
 
     var rows: [Key: EntityRow?] = [:]
