@@ -60,6 +60,9 @@ enum ConsumerSchema {
         "first_seen_run INTEGER", "first_seen TEXT", "last_changed_run INTEGER", "last_changed TEXT",
     ]
 
+    /// ``seenColumns``' names.
+    static var seenColumnNames: [String] { seenColumns.map { String($0.prefix { $0 != " " }) } }
+
     /// The history table of `table` (``SQLiteExport/copyHistory(_:runs:runTimes:store:into:)``).
     static func historyTable(for table: String) -> String { "\(table)_history" }
 

@@ -44,10 +44,6 @@ extension MachineOutput {
             guard let run else { return .null }
             return .object(["run": .int(run), "at": iso(times[run])])
         }
-        func value(_ json: String?) -> JSONValue {
-            guard let json else { return .null }
-            return (try? JSONParser.parse(json)) ?? .string(json)
-        }
         let versions: [JSONValue] = history.versions.map { version in
             .object([
                 "version": .int(Int64(version.number)), "event": .string(version.event.rawValue),

@@ -178,12 +178,14 @@ public enum MachineOutput {
         ExportText.clean(rawChangeJSON(change))
     }
 
+    /// A stored canonical-JSON value as the JSON it is (text that is not JSON stays text).
+    static func value(_ json: String?) -> JSONValue {
+        guard let json else { return .null }
+        return (try? JSONParser.parse(json)) ?? .string(json)
+    }
+
     static func rawChangeJSON(_ change: ChangeRow) -> JSONValue {
-        func value(_ json: String?) -> JSONValue {
-            guard let json else { return .null }
-            return (try? JSONParser.parse(json)) ?? .string(json)
-        }
-        return .object([
+        .object([
             "run": .int(change.runID), "source": .string(change.source), "op": .string(change.op),
             "entity": .string(change.entity), "key": .string(change.key),
             "field": change.field.map(JSONValue.string) ?? .null, "before": value(change.before), "after": value(change.after),

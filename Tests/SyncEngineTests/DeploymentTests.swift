@@ -1,3 +1,4 @@
+import Catalog
 import Foundation
 import Testing
 import TestSupport
@@ -20,8 +21,8 @@ struct DeploymentTests {
         check.environment = ProcessInfo.processInfo.environment.merging(["STORESYNC": binary.path]) { $1 }
         check.standardOutput = handle
         check.standardError = handle
-        // Off the cooperative pool: the validator takes seconds (``offPool(_:)``).
-        try await offPool {
+        // Off the cooperative pool: the validator takes seconds (``awaitOffPool(_:)``).
+        try await awaitOffPool {
             try check.run()
             check.waitUntilExit()
             try handle.close()

@@ -1,3 +1,4 @@
+import Catalog
 import Foundation
 import GRDB
 import Testing
@@ -231,7 +232,7 @@ struct Started {
     func signal<Noted: Sendable>(_ number: Int32?, onceStderrHolds text: String,
                                  firstNoting note: @escaping @Sendable () throws -> Noted) async throws -> Noted {
         let (stderr, pid) = (self.stderr, child.pid)
-        let noted = try await offPool { () throws -> Noted? in
+        let noted = try await awaitOffPool { () throws -> Noted? in
             let deadline = ContinuousClock.now + .seconds(60)
             while ContinuousClock.now < deadline {
                 if ((try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "").contains(text) {

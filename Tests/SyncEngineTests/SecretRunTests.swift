@@ -138,9 +138,9 @@ final class CapturedLog: Sendable {
         var output: String
     }
 
-    /// Runs the binary to its end, waited for off the cooperative pool (``offPool(_:)``).
+    /// Runs the binary to its end, waited for off the cooperative pool (``awaitOffPool(_:)``).
     func storesync(_ arguments: [String], environment: [String: String], in directory: URL) async throws -> Finished {
-        try await offPool { try Self.storesyncWaitingHere(arguments, environment: environment, in: directory) }
+        try await awaitOffPool { try Self.storesyncWaitingHere(arguments, environment: environment, in: directory) }
     }
 
     static func storesyncWaitingHere(_ arguments: [String], environment: [String: String], in directory: URL) throws -> Finished {

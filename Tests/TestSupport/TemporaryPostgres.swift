@@ -1,3 +1,4 @@
+import Catalog
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -88,10 +89,10 @@ public final class TemporaryPostgres: Sendable {
     /// The process's socket-only server, started on first use. A failed start
     /// is remembered: every later caller gets the same error at once.
     ///
-    /// Started, and waited for, off Swift's cooperative pool (``offPool(_:)``):
+    /// Started, and waited for, off Swift's cooperative pool (``awaitOffPool(_:)``):
     /// the first start takes seconds, and dozens of tests ask at once.
     public static func shared() async throws -> TemporaryPostgres {
-        try await offPool { try sharedWaitingHere() }
+        try await awaitOffPool { try sharedWaitingHere() }
     }
 
     /// ``shared()`` for synchronous code, waiting on the calling thread: only
@@ -128,7 +129,7 @@ public final class TemporaryPostgres: Sendable {
     /// is tiny, and it fails the start loudly (the log says the address is in
     /// use) rather than connecting anywhere else. The caller stops it.
     public static func startTLS() async throws -> (server: TemporaryPostgres, certificates: Certificates) {
-        let server = try await offPool { try TemporaryPostgres(tls: ()) }
+        let server = try await awaitOffPool { try TemporaryPostgres(tls: ()) }
         let dir = server.directory
         return (server, Certificates(caCertificate: dir + "/ca.crt", serverCertificate: dir + "/server.crt",
                                      serverKey: dir + "/server.key"))
@@ -222,14 +223,14 @@ public final class TemporaryPostgres: Sendable {
     /// A fresh, empty database, as a socket URL: `postgres://postgres@/NAME?host=DIR`.
     public func createDatabase() async throws -> String {
         let name = "t_" + Self.randomHex(12)
-        _ = try await offPool { try self.psql("CREATE DATABASE :\"name\";", variables: ["name": name]) }
+        _ = try await awaitOffPool { try self.psql("CREATE DATABASE :\"name\";", variables: ["name": name]) }
         return socketURL(user: "postgres", database: name)
     }
 
     /// A new login role that must give `password` (scram-sha-256), returning its name.
     public func createUser(password: String) async throws -> String {
         let name = "u_" + Self.randomHex(12)
-        _ = try await offPool { try self.psql("SET password_encryption = 'scram-sha-256'; CREATE ROLE :\"name\" LOGIN PASSWORD :'password';",
+        _ = try await awaitOffPool { try self.psql("SET password_encryption = 'scram-sha-256'; CREATE ROLE :\"name\" LOGIN PASSWORD :'password';",
                                                variables: ["name": name, "password": password]) }
         return name
     }

@@ -239,24 +239,14 @@ public final class GatedTransport: HTTPTransport {
     public var requests: [HTTPRequest] { state.withLock { $0.requests } }
 }
 
-/// Runs `work` on a thread of its own and awaits it: for a test's waits on
-/// child processes (python3, psql, the storesync binary), which take seconds
-/// on a loaded machine.
-///
-/// A test process has as many cooperative threads as cores, 2 on CI, and
-/// every test's awaits need them. Dozens of tests each waiting on a child
-/// there held the others' for a minute, and HTTP tests bounded at 60 s
-/// failed with no answer while their answer sat unread.
-public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await awaitOffPool(work)
-}
-
 /// `python3 args…` for the checks real clients make (feedparser, podcastparser, Datasette).
 public enum Python {
-    /// Runs `python3 arguments…` (off the cooperative pool: ``offPool(_:)``);
+    /// Runs `python3 arguments…`, waited for off the cooperative pool
+    /// (``awaitOffPool(_:)``: a test process has as many pool threads as cores,
+    /// 2 on CI, and every other test's awaits need them);
     /// returns the exit status and stdout + stderr.
     public static func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await offPool { try runWaitingHere(arguments) }
+        try await awaitOffPool { try runWaitingHere(arguments) }
     }
 
     /// ``run(_:)`` for synchronous code, waiting on the calling thread (a

@@ -82,18 +82,13 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
         return try Self.transaction(try live(&writer), logger: logger, begin: "BEGIN", counter: statementCounter, body)
     }
 
-    /// ``write(_:)``, waited for on this engine's own thread: a page's
-    /// transaction waits on the server (and a fleet's on other workers' row
-    /// locks) for as long as it takes, and a thread of Swift's cooperative
-    /// pool (one per core) blocked there runs none of the crawl's fetches
-    /// meanwhile. A serial queue: writes are one at a time anyway.
+    /// ``write(_:)``, waited for off Swift's cooperative pool (``awaitOffPool(_:)``):
+    /// a page's transaction waits on the server (and a fleet's on other
+    /// workers' row locks) for as long as it takes, and a pool thread (one
+    /// per core) blocked there runs none of the crawl's fetches meanwhile.
     func writeAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            writerThread.async { continuation.resume(with: Result { try self.write(body) }) }
-        }
+        try await awaitOffPool { try self.write(body) }
     }
-
-    private let writerThread = DispatchQueue(label: "storesync.postgres.writer")
 
     /// Makes this engine a fleet worker's: a session idle inside a transaction
     /// (its process paused mid-commit) is ended by the server after
