@@ -22,7 +22,7 @@ package enum CSVExport {
         let csvOptions = options(spec)
         var files: [ExportedFile] = []
         let stored = try context.store.entities()
-        let tables = ConsumerSchema.entityTables + stored.filter { !ConsumerSchema.entityTables.contains($0) && $0 != .record }
+        let tables = ConsumerSchema.tables(holding: stored)
         for entity in tables {
             let columns = EntityColumns.columns(for: entity)
             let url = directory.appendingPathComponent("\(ConsumerSchema.table(for: entity)).csv")

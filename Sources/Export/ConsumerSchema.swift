@@ -21,6 +21,12 @@ enum ConsumerSchema {
         .genre, .chartEntry, .listing,
     ]
 
+    /// The entity tables of an export from a store holding `stored`: every
+    /// consumer table, and any other entity an older store still holds.
+    static func tables(holding stored: [EntityKind]) -> [EntityKind] {
+        entityTables + stored.filter { !entityTables.contains($0) && $0 != .record }
+    }
+
     /// The table (and CSV file) of `entity`: its name in the plural, snake_case.
     static func table(for entity: EntityKind) -> String {
         switch entity {

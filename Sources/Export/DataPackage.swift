@@ -115,13 +115,7 @@ enum DataPackage {
         let records = try stored.contains(.record) ? RecordTables.layouts(store: context.store) : []
         let links = try linksThatHold(entities, chartItems: chartItems, store: context.store)
         let url = directory.appendingPathComponent("datapackage.json")
-        let text = PrettyJSON.render(document(entities: entities, links: links, records: records,
-                                              options: options, context: context)) + "\n"
-        do {
-            try AtomicFile.write(Array(text.utf8), to: url)
-        } catch {
-            throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)", cause: error)
-        }
-        return ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: 0)
+        return try PrettyJSON.write(document(entities: entities, links: links, records: records, options: options, context: context),
+                                    to: url)
     }
 }

@@ -76,17 +76,11 @@ enum DatasetteMetadata {
     /// Writes the metadata of the database published at `database` to `url`.
     static func write(to url: URL, database: URL, history: Bool, context: ExportContext) throws -> ExportedFile {
         let stored = try context.store.entities()
-        let entities = ConsumerSchema.entityTables + stored.filter { !ConsumerSchema.entityTables.contains($0) && $0 != .record }
+        let entities = ConsumerSchema.tables(holding: stored)
         let recordTables = try stored.contains(.record)
             ? RecordTables.layouts(store: context.store).map { (table: $0.table, source: $0.source) } : []
         let name = database.deletingPathExtension().lastPathComponent
-        let text = PrettyJSON.render(document(database: name, entities: entities, recordTables: recordTables, history: history,
-                                              context: context)) + "\n"
-        do {
-            try AtomicFile.write(Array(text.utf8), to: url)
-        } catch {
-            throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)", cause: error)
-        }
-        return ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: 0)
+        return try PrettyJSON.write(document(database: name, entities: entities, recordTables: recordTables, history: history,
+                                             context: context), to: url)
     }
 }

@@ -241,6 +241,18 @@ package enum PrettyJSON {
         renderClean(ExportText.clean(value), indent: indent)
     }
 
+    /// Publishes `document` rendered at `url` (a description beside other
+    /// exports: no rows of its own); a failure names that file.
+    static func write(_ document: JSONValue, to url: URL) throws -> ExportedFile {
+        let text = render(document) + "\n"
+        do {
+            try AtomicFile.write(Array(text.utf8), to: url)
+        } catch {
+            throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)", cause: error)
+        }
+        return ExportedFile(path: url.path, bytes: Int64(text.utf8.count), rows: 0)
+    }
+
     private static func renderClean(_ value: JSONValue, indent: String) -> String {
         let inner = indent + "  "
         switch value {

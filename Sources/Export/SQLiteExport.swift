@@ -46,8 +46,7 @@ enum SQLiteExport {
     static func fill(_ file: SQLiteFile, historyDays: Int? = nil, history: Bool = false, context: ExportContext) throws -> Int {
         let store = context.store
         let stored = try store.entities()
-        // Every consumer table, and any other entity an older store still holds.
-        let tables = ConsumerSchema.entityTables + stored.filter { !ConsumerSchema.entityTables.contains($0) && $0 != .record }
+        let tables = ConsumerSchema.tables(holding: stored)
         let chartItems = stored.contains(.chartEntry) ? try chartItemEntities(store) : []
         // First: the entity rows and versions name runs, with their times.
         let runTimes = try copyRuns(through: context.runID, store: store, into: file)
