@@ -105,6 +105,8 @@ let package = Package(
             dependencies: [
                 "Catalog", "Crawl", "Snapshot", "StoreSim", "SyncEngine",
                 .product(name: "Logging", package: "swift-log"),
+                // Reads consumer databases (ChangesetReplica).
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/TestSupport"
         ),

@@ -165,6 +165,9 @@ public enum ExportSpec: Sendable, Equatable {
     case metrics(path: String)
     /// A mirror of the artwork the job's feeds publish (`kind: artwork`).
     case artwork(ArtworkExportSpec)
+    /// Each night's changes to a consumer database as a SQLite changeset
+    /// (`kind: changeset`), written with that database.
+    case changeset(ChangesetExportSpec)
 
     /// The file or folder (a template, relative to the output folder) the
     /// export writes, as the job file names it: what an error points at.
@@ -175,6 +178,7 @@ public enum ExportSpec: Sendable, Equatable {
         case .feed(let feed): feed.rssPath ?? feed.atomPath ?? ""
         case .opml(let opml): opml.path
         case .artwork(let artwork): artwork.directory
+        case .changeset(let changeset): changeset.directory
         }
     }
 
@@ -184,6 +188,33 @@ public enum ExportSpec: Sendable, Equatable {
         case .runReport, .metrics: true
         default: false
         }
+    }
+}
+
+/// `kind: changeset`: what turns the consumer database a `sqlite` export
+/// published last into the one it publishes tonight, as a SQLite changeset
+/// (the session extension) a replica applies with standard SQLite tools.
+///
+/// Written as `{directory}/{from}-{to}.changeset`: `from` is the last run
+/// the previous file held (its `max(runs.id)`), `to` the run exported, so a
+/// replica at run F applies `F-*.changeset`, and finding none (the first
+/// night, a schema change, or more than `keep` nights behind) copies the
+/// database whole.
+public struct ChangesetExportSpec: Sendable, Equatable {
+    /// How many changesets the folder keeps unless told (the newest, by `to`).
+    public static let defaultKeep = 30
+
+    /// The folder of changesets, relative to the output folder.
+    public var directory: String
+    /// The `sqlite` export's `path` (its template, as the job names it).
+    public var database: String
+    /// The newest changesets kept; older ones are removed after a night's exports succeed.
+    public var keep: Int
+
+    public init(directory: String, database: String, keep: Int = ChangesetExportSpec.defaultKeep) {
+        self.directory = directory
+        self.database = database
+        self.keep = keep
     }
 }
 

@@ -51,7 +51,11 @@ enum ConsumerSchema {
         }
     }
 
-    /// The identity column of an entity table.
+    /// The row id of an entity table: the entity's id in the store, kept from
+    /// night to night while the entity is stored, so the full-text index (which
+    /// points by rowid), a changeset and a replica can trust it.
+    static let idColumn = "id"
+    /// The identity column of an entity table: unique, what foreign keys name.
     static let keyColumn = "key"
     /// The column holding a record's members that no other column holds.
     static let extraColumn = "extra"
@@ -176,14 +180,23 @@ enum ConsumerSchema {
     static func searchTable(for table: String) -> String { "\(table)_fts" }
 
     /// The statements that create and fill `table`'s full-text index: an
-    /// external-content FTS5 table over its rowids, the layout `sqlite-utils
-    /// enable-fts` makes. The file is never written again, so no triggers.
+    /// external-content FTS5 table over its rowids (the stable `id`), and the
+    /// triggers that keep it in step, the layout `sqlite-utils enable-fts
+    /// --create-triggers` makes. storesync never writes the file again; the
+    /// triggers are for a replica applying a changeset (which fires them), so
+    /// its index follows its rows with no rebuild step.
     static func searchStatements(table: String, columns: [String]) -> [String] {
         let fts = quoted(searchTable(for: table))
         let list = columns.map(quoted).joined(separator: ", ")
+        func values(_ row: String) -> String { columns.map { "\(row).\(quoted($0))" }.joined(separator: ", ") }
+        let remove = "INSERT INTO \(fts) (\(fts), rowid, \(list)) VALUES ('delete', old.rowid, \(values("old")));"
+        let add = "INSERT INTO \(fts) (rowid, \(list)) VALUES (new.rowid, \(values("new")));"
         return [
             "CREATE VIRTUAL TABLE \(fts) USING fts5(\(list), content=\(quoted(table)), content_rowid=\"rowid\")",
             "INSERT INTO \(fts) (rowid, \(list)) SELECT rowid, \(list) FROM \(quoted(table))",
+            "CREATE TRIGGER \(quoted("\(table)_ai")) AFTER INSERT ON \(quoted(table)) BEGIN \(add) END",
+            "CREATE TRIGGER \(quoted("\(table)_ad")) AFTER DELETE ON \(quoted(table)) BEGIN \(remove) END",
+            "CREATE TRIGGER \(quoted("\(table)_au")) AFTER UPDATE ON \(quoted(table)) BEGIN \(remove) \(add) END",
         ]
     }
 

@@ -18,7 +18,7 @@ enum DatasetteMetadata {
         for entity in entities {
             let table = ConsumerSchema.table(for: entity)
             let fields = EntityColumns.columns(for: entity).map(\.name) + [ConsumerSchema.extraColumn]
-            let columns = [ConsumerSchema.keyColumn] + fields + ConsumerSchema.seenColumnNames
+            let columns = [ConsumerSchema.idColumn, ConsumerSchema.keyColumn] + fields + ConsumerSchema.seenColumnNames
             var described = describe(columns, of: entity)
             described["description"] = .string(ExportDescriptions.table(entity))
             described["sort_desc"] = .string("last_changed_run")

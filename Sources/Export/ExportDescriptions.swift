@@ -38,7 +38,8 @@ enum ExportDescriptions {
 
     /// The columns the export adds to entity tables and their histories.
     static let added: [String: String] = [
-        "key": "the entity's key (its id at the source; the primary key)",
+        "id": "the row's id (the primary key): the entity's id in the store, kept from night to night while it is stored",
+        "key": "the entity's key (its id at the source), unique; what other tables link to",
         "extra": "the record's members no column holds, as a JSON object (NULL when none)",
         "first_seen_run": "the run that first saw the entity (runs.id)",
         "first_seen": "when that run began (UTC; NULL once retention pruned the run)",
@@ -70,6 +71,7 @@ enum ExportDescriptions {
 
     static let otherColumns: [String: [String: String]] = [
         "changes": [
+            "id": "the change's number in the log, kept from night to night",
             "run_id": "the run that made the change (runs.id)", "source": "the source whose record changed",
             "entity": "the entity's kind", "key": "the entity's key", "op": "added, changed or removed",
             "field": "the changed field (changed rows)", "before": "the value before, canonical JSON",

@@ -25,12 +25,21 @@ import Snapshot
 /// file's layout is an export format (like the CSV columns), not the store's
 /// schema: a PostgreSQL store exports the very same file.
 enum SQLiteExport {
-    static func write(to url: URL, historyDays: Int? = nil, history: Bool = false, context: ExportContext) throws -> ExportedFile {
+    /// Writes the database at `url`, and with `changeset` the changeset from
+    /// the file it replaces (``ChangesetExport``); returns the database's file
+    /// and the changeset's, if one was written.
+    static func write(to url: URL, historyDays: Int? = nil, history: Bool = false, changeset: ChangesetExportSpec? = nil,
+                      context: ExportContext) throws -> (database: ExportedFile, changeset: ExportedFile?) {
         let temporary = try AtomicFile.temporaryURL(for: url)
         var rows = 0
+        var changesetFile: ExportedFile?
         do {
             try SQLiteFile.create(at: temporary.path) { file in
                 rows = try fill(file, historyDays: historyDays, history: history, context: context)
+            }
+            // Before the new file replaces the old one: the changeset is their difference.
+            if let changeset {
+                changesetFile = try ChangesetExport.write(from: url, to: temporary, spec: changeset, context: context)
             }
             // Built whole under a temporary name, then published like every
             // other export: readers see the old file or the new one.
@@ -39,7 +48,7 @@ enum SQLiteExport {
             try? FileManager.default.removeItem(at: temporary)
             throw StoreSyncError.exportFailed(path: url.path, reason: "\(error)", cause: error)
         }
-        return ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows)
+        return (ExportedFile(path: url.path, bytes: SnapshotExporter.fileSize(url), rows: rows), changesetFile)
     }
 
     /// Creates and fills every table, index and view; returns the entity and record rows written.
@@ -97,7 +106,7 @@ enum SQLiteExport {
         let quoted = ConsumerSchema.quoted
         let table = quoted(name)
         let columns = EntityColumns.columns(for: entity)
-        var definitions = ["\(quoted(ConsumerSchema.keyColumn)) TEXT PRIMARY KEY"]
+        var definitions = ["\(quoted(ConsumerSchema.idColumn)) INTEGER PRIMARY KEY", "\(quoted(ConsumerSchema.keyColumn)) TEXT NOT NULL UNIQUE"]
         for column in columns {
             let key = foreignKeys.first { $0.column == column.name }
             definitions.append("\(quoted(column.name)) \(column.kind.rawValue)"
@@ -110,19 +119,20 @@ enum SQLiteExport {
         if read {
             // Values are bound; only the model's names are spliced, quoted. The column
             // affinities type each value as the store read it from the record.
-            let placeholders = Array(repeating: "?", count: columns.count + 6).joined(separator: ", ")
+            let placeholders = Array(repeating: "?", count: columns.count + 7).joined(separator: ", ")
             let insert = try file.prepare("INSERT INTO \(table) VALUES (\(placeholders)) ")
             let holdsKey = columns.map { ConsumerSchema.holdsKey($0.name) }
             try store.forEachRecord(of: entity, columns: columns, order: .insertion) { record in
+                insert.bind(1, .integer(record.id))
                 // Text cleaned as in every export (ExportText): the same text as the CSV files.
-                insert.bind(1, ExportText.clean(record.key))
+                insert.bind(2, ExportText.clean(record.key))
                 for (index, value) in record.values.enumerated() {
-                    insert.bind(index + 2, holdsKey[index] && value == .text("") ? .null : ExportText.clean(value))
+                    insert.bind(index + 3, holdsKey[index] && value == .text("") ? .null : ExportText.clean(value))
                 }
-                insert.bind(columns.count + 2, ExtraMembers.json(payload: record.payload, columns: columns, values: record.values)
+                insert.bind(columns.count + 3, ExtraMembers.json(payload: record.payload, columns: columns, values: record.values)
                     .map { StoredValue.text(ExportText.clean($0)) } ?? .null)
-                bindRun(record.addedRun, at: columns.count + 3, times: runTimes, into: insert)
-                bindRun(record.changedRun, at: columns.count + 5, times: runTimes, into: insert)
+                bindRun(record.addedRun, at: columns.count + 4, times: runTimes, into: insert)
+                bindRun(record.changedRun, at: columns.count + 6, times: runTimes, into: insert)
                 try insert.run()
                 count += 1
             }
@@ -218,20 +228,22 @@ enum SQLiteExport {
     /// The change log of `runs` (nil: of every run), in the order it was logged.
     static func copyChanges(of runs: [Int64]?, store: any SnapshotStore, into file: SQLiteFile) throws {
         try file.execute("""
-            CREATE TABLE changes (run_id INTEGER REFERENCES runs(id), source TEXT, entity TEXT, key TEXT, op TEXT,
-                                  field TEXT, before TEXT, after TEXT)
+            CREATE TABLE changes (id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id), source TEXT, entity TEXT, key TEXT,
+                                  op TEXT, field TEXT, before TEXT, after TEXT)
             """)
-        let insert = try file.prepare("INSERT INTO changes VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        let insert = try file.prepare("INSERT INTO changes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
         let copy: (ChangeRow) throws -> Void = { change in
             func optional(_ text: String?) -> StoredValue { text.map { StoredValue.text(ExportText.clean($0)) } ?? .null }
-            insert.bind(1, .integer(change.runID))
-            insert.bind(2, ExportText.clean(change.source))
-            insert.bind(3, ExportText.clean(change.entity))
-            insert.bind(4, ExportText.clean(change.key))
-            insert.bind(5, change.op)
-            insert.bind(6, optional(change.field))
-            insert.bind(7, optional(change.before))
-            insert.bind(8, optional(change.after))
+            // The store's id: a row keeps it from night to night (a replica applying changesets trusts it).
+            insert.bind(1, .integer(change.id))
+            insert.bind(2, .integer(change.runID))
+            insert.bind(3, ExportText.clean(change.source))
+            insert.bind(4, ExportText.clean(change.entity))
+            insert.bind(5, ExportText.clean(change.key))
+            insert.bind(6, change.op)
+            insert.bind(7, optional(change.field))
+            insert.bind(8, optional(change.before))
+            insert.bind(9, optional(change.after))
             try insert.run()
         }
         if let runs {

@@ -143,9 +143,18 @@ package enum SnapshotExporter {
                 switch spec {
                 case .sqlite(let path, let historyDays, let history, let metadata):
                     let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
-                    var file = try SQLiteExport.write(to: url, historyDays: historyDays, history: history, context: context)
+                    let changeset = specs.lazy.compactMap { spec -> ChangesetExportSpec? in
+                        if case .changeset(let changeset) = spec, changeset.database == path { changeset } else { nil }
+                    }.first
+                    let written = try SQLiteExport.write(to: url, historyDays: historyDays, history: history, changeset: changeset,
+                                                         context: context)
+                    var file = written.database
                     file.template = path
                     files.append(file)
+                    if var changesetFile = written.changeset, let changeset {
+                        changesetFile.template = changeset.directory
+                        files.append(changesetFile)
+                    }
                     if let metadata {
                         let described = try PathTemplate.resolve(metadata, values: context.templateValues, inside: context.outputDirectory)
                         var file = try DatasetteMetadata.write(to: described, database: url, history: history, context: context)
@@ -180,6 +189,9 @@ package enum SnapshotExporter {
                 case .metrics(let path):
                     let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
                     files.append(try RunReportExport.writeMetrics(to: url, context: context))
+                case .changeset:
+                    // Written with its database (above), the one moment both versions exist.
+                    break
                 case .artwork:
                     // Downloading needs the crawler's Fetcher, which Export does not see: the
                     // run fills the mirror before these exports (ArtworkMirrorSync in SyncEngine)
@@ -215,6 +227,11 @@ package enum SnapshotExporter {
             for (path, reason) in outcome.refused { logger.warning("keep: not removed \(path): \(reason)") }
         }
         dated.save(root)
+        for case .changeset(let changeset) in specs {
+            for path in ChangesetExport.prune(changeset, context: context) {
+                logger.info("removed \(path): older than the newest \(changeset.keep) changesets the export keeps (keep: \(changeset.keep))")
+            }
+        }
         let swept = StaleFiles.sweep(specs, written: files, outputDirectory: context.outputDirectory, kept: Set(context.keep.keys), protected: protected)
         for path in swept.removed { logger.info("removed \(path): its group (a genre or country) is no longer in the feed") }
         for (path, reason) in swept.refused { logger.warning("not removed \(path): \(reason)") }

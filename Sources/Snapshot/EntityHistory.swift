@@ -172,7 +172,7 @@ extension SQLSnapshotStore {
             current.bind(1, entity.rawValue)
             let filter = runs == nil ? "" : "AND run_id IN (SELECT value FROM json_each(?))"
             let logged = RawStatement(try db.makeStatement(sql: """
-                SELECT key, run_id, source, op, field, before, after FROM changes
+                SELECT key, run_id, source, op, field, before, after, id FROM changes
                 WHERE entity = ? \(filter) ORDER BY key, id
                 """))
             logged.bind(1, entity.rawValue)
@@ -217,7 +217,7 @@ extension SQLSnapshotStore {
                 current.bind(2, key)
                 if try current.nextRow(db) { now = Self.currentRow(current).current }
                 let logged = RawStatement(try db.makeStatement(sql: """
-                    SELECT key, run_id, source, op, field, before, after FROM changes WHERE entity = ? AND key = ? ORDER BY id
+                    SELECT key, run_id, source, op, field, before, after, id FROM changes WHERE entity = ? AND key = ? ORDER BY id
                     """))
                 logged.bind(1, entity.rawValue)
                 logged.bind(2, key)
@@ -241,7 +241,7 @@ extension SQLSnapshotStore {
     }
 
     private static func changeRow(_ statement: RawStatement, entity: EntityKind) -> ChangeRow {
-        ChangeRow(runID: statement.columnInt64(1), source: statement.columnText(2), entity: entity.rawValue,
+        ChangeRow(id: statement.columnInt64(7), runID: statement.columnInt64(1), source: statement.columnText(2), entity: entity.rawValue,
                   key: statement.columnText(0), op: statement.columnText(3), field: statement.columnOptionalText(4),
                   before: statement.columnOptionalText(5), after: statement.columnOptionalText(6))
     }

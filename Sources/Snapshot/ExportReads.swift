@@ -74,6 +74,7 @@ extension SQLSnapshotStore {
             row.payload = String(decoding: stored.payload, as: UTF8.self)
             row.addedRun = stored.addedRun
             row.changedRun = stored.changedRun
+            row.id = stored.id
             try body(row)
         }
     }
@@ -82,7 +83,7 @@ extension SQLSnapshotStore {
                                     _ body: (StoredRecordBytes) throws -> Void) throws {
         // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
         let firstSource = "substr(sources, 1, instr(sources || char(9), char(9)) - 1)"
-        let selected = "\(firstSource), key, fields, added_run, changed_run"
+        let selected = "\(firstSource), key, fields, added_run, changed_run, entities.rowid"
         try stream { db in
             let sql: String
             switch order {
@@ -112,7 +113,7 @@ extension SQLSnapshotStore {
             query.bind(1, entity.rawValue)
             while try query.nextRow(db) {
                 try body(StoredRecordBytes(source: query.columnBytes(0), key: query.columnBytes(1), payload: query.columnBytes(2),
-                                           addedRun: query.columnInt64(3), changedRun: query.columnInt64(4)))
+                                           addedRun: query.columnInt64(3), changedRun: query.columnInt64(4), id: query.columnInt64(5)))
             }
         }
     }
@@ -145,12 +146,12 @@ extension SQLSnapshotStore {
         try stream { db in
             // Ids sorted, rows read in that order: a changed field's values can be a megabyte each.
             let query = RawStatement(try db.makeStatement(sql: """
-                SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after
+                SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, c.id
                 FROM (SELECT id FROM changes \(filter) ORDER BY \(orderBy) LIMIT -1) AS picked CROSS JOIN changes c ON c.id = picked.id
                 """))
             if let runID { query.bind(1, runID) }
             while try query.nextRow(db) {
-                try body(ChangeRow(runID: query.columnInt64(0), source: query.columnText(1), entity: query.columnText(2),
+                try body(ChangeRow(id: query.columnInt64(8), runID: query.columnInt64(0), source: query.columnText(1), entity: query.columnText(2),
                                    key: query.columnText(3), op: query.columnText(4), field: query.columnOptionalText(5),
                                    before: query.columnOptionalText(6), after: query.columnOptionalText(7)))
             }
@@ -307,7 +308,7 @@ extension SQLSnapshotStore {
         // whole rows held a megabyte-long payload once per changed field of its record.
         try stream { db in
             let query = RawStatement(try db.makeStatement(sql: """
-                SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, e.fields AS payload
+                SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, e.fields AS payload, c.id
                 FROM (SELECT id FROM changes
                       -- The baseline's log is the whole catalogue added: no news for a feed.
                       WHERE run_id = ? AND NOT \(Self.isBaseline("run_id")) ORDER BY source, entity, key, field LIMIT -1) AS picked
@@ -317,7 +318,7 @@ extension SQLSnapshotStore {
             query.bind(1, runID)
             defer { query.reset() }
             while try query.nextRow(db) {
-                let change = ChangeRow(runID: query.columnInt64(0), source: query.columnText(1), entity: query.columnText(2),
+                let change = ChangeRow(id: query.columnInt64(9), runID: query.columnInt64(0), source: query.columnText(1), entity: query.columnText(2),
                                        key: query.columnText(3), op: query.columnText(4), field: query.columnOptionalText(5),
                                        before: query.columnOptionalText(6), after: query.columnOptionalText(7))
                 guard try body(ChangeWithRecord(change: change, currentPayload: query.columnOptionalText(8))) else { return }

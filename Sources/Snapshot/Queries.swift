@@ -43,7 +43,7 @@ extension SQLSnapshotStore {
     }
 
     static func changeRow(_ row: SQLRow) -> ChangeRow {
-        ChangeRow(runID: row["run_id"], source: row["source"], entity: row["entity"], key: row["key"],
+        ChangeRow(id: row["id"], runID: row["run_id"], source: row["source"], entity: row["entity"], key: row["key"],
                   op: row["op"], field: row["field"], before: row["before"], after: row["after"])
     }
 

@@ -40,6 +40,20 @@ package final class SQLiteFile {
         try queue.close()
     }
 
+    /// The first column of the first row `sql` gives in the existing file at
+    /// `path`, opened read-only; nil when the query gives no row.
+    package static func value(_ sql: String, at path: String) throws -> StoredValue? {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            let query = RawStatement(try db.makeStatement(sql: sql))
+            defer { query.reset() }
+            return try query.nextRow(db) ? query.columnValue(0) : nil
+        }
+    }
+
     /// Runs `sql` (one or more statements) with `arguments` bound to its `?`s.
     package func execute(_ sql: String, _ arguments: [StoredValue] = []) throws {
         try db.execute(sql: sql, arguments: StatementArguments(arguments.map(\.databaseValue)))

@@ -185,6 +185,9 @@ public struct SourceCounts: Sendable, Equatable {
 
 /// One row of the change log.
 public struct ChangeRow: Sendable, Equatable {
+    /// The change's id in the log: numbered in the order it was logged (the
+    /// largest plus one), the same on every engine.
+    public var id: Int64 = 0
     public var runID: Int64
     public var source: String
     public var entity: String
@@ -279,6 +282,11 @@ public struct ProjectedRecord: Sendable {
     public var payload: String
     /// The run that first saw the record, and the last run that changed its fields.
     public var addedRun: Int64 = 0, changedRun: Int64 = 0
+    /// The entity's row id in the store: kept while the entity is stored,
+    /// numbered the same on every engine (the largest plus one, so a removed
+    /// entity's id can be given to one added later), kept by a store copied;
+    /// the consumer database's `id`.
+    public var id: Int64 = 0
 }
 
 /// A current record as the store holds it, for readers that work on bytes:
@@ -292,6 +300,8 @@ public struct StoredRecordBytes {
     public var payload: UnsafeBufferPointer<UInt8>
     /// The run that first saw the record, and the last run that changed its fields.
     public var addedRun: Int64 = 0, changedRun: Int64 = 0
+    /// The entity's row id in the store (``ProjectedRecord/id``).
+    public var id: Int64 = 0
 }
 
 /// The order records are streamed in.

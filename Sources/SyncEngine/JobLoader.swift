@@ -191,13 +191,18 @@ extension SettingsReader {
                             issue(element, "exports[\(n)]", "a job has at most one artwork export")
                         }
                         exports.append(export)
-                        if let keep = keep(element, path: "exports[\(n)]", export: export) { exportKeep[export.target] = keep }
+                        // A changeset export's `keep` counts changesets, not dated files (read with it).
+                        if case .changeset = export {
+                        } else if let keep = keep(element, path: "exports[\(n)]", export: export) {
+                            exportKeep[export.target] = keep
+                        }
                     }
                 }
             } else {
                 issue(node, "exports", "expected a list of exports")
             }
         }
+        if let nodes = value(top, "exports")?.sequence, nodes.count == exports.count { linkChangesets(&exports, nodes: nodes) }
         let notify = value(top, "notify").flatMap { notifySpec($0, environment: environment) }
         if let name, let store, let output, !PostgresLocation.isPostgres(store), let node = value(top, "exports")?.sequence {
             refuseExportsOverTheStore(exports, nodes: node, store: resolve(store), output: resolve(output), jobName: name)
@@ -230,7 +235,7 @@ extension SettingsReader {
             case .csvChanges(let path, _), .runReport(let path), .metrics(let path): targets = [path]
             case .feed(let feed): targets = [feed.rssPath, feed.atomPath].compactMap { $0 }
             case .opml(let opml): targets = [opml.path]
-            case .csvTables, .artwork: targets = []
+            case .csvTables, .artwork, .changeset: targets = []
             }
             for target in targets {
                 let expanded = PathTemplate.expand(target, ["job": jobName])
@@ -436,7 +441,7 @@ extension SettingsReader {
         return SourceSpec(name: name, baseURL: baseURL, removal: removal, settings: settings)
     }
 
-    static let exportKinds = ["sqlite", "csv", "changes-csv", "feed", "opml", "run-report", "metrics", "artwork"]
+    static let exportKinds = ["sqlite", "csv", "changes-csv", "feed", "opml", "run-report", "metrics", "artwork", "changeset"]
     static let csvKeys = ["delimiter", "bom", "crlf", "neutralizeFormulas"]
 
     /// A relative path whose template variables are known (and, when
@@ -671,11 +676,7 @@ extension SettingsReader {
             return template(fields, "path", path: path, default: "storesync.prom", allowed: ["job"]).map { .metrics(path: $0) }
         case "artwork":
             checkKeys(fields, path: path, allowed: ["kind", "directory", "budgetMB", "artworkBaseURL"])
-            let directory = relativePath(fields, "directory", path: path, default: "artwork")
-            if let directory, directory.split(separator: "/").filter({ $0 != "." }).isEmpty {
-                issue(value(fields, "directory"), join(path, "directory"),
-                      "must be a folder of its own inside the output folder (the mirror deletes images it no longer keeps), got '\(directory)'")
-            }
+            let directory = ownFolder(fields, path: path, default: "artwork", why: "the mirror deletes images it no longer keeps")
             let budget = value(fields, "budgetMB") == nil
                 ? ArtworkExportSpec.defaultBudgetMB : int(fields, "budgetMB", path: path, range: 1...10_000_000)
             var baseURL: String?
@@ -684,11 +685,75 @@ extension SettingsReader {
                 // Feeds append "/<file>": a trailing slash would double it.
                 baseURL = url.absoluteString.hasSuffix("/") ? String(url.absoluteString.dropLast()) : url.absoluteString
             }
-            guard let directory, let budget, !directory.split(separator: "/").filter({ $0 != "." }).isEmpty else { return nil }
+            guard let directory, let budget else { return nil }
             return .artwork(ArtworkExportSpec(directory: directory, budgetMB: budget, artworkBaseURL: baseURL))
+        case "changeset":
+            checkKeys(fields, path: path, allowed: ["kind", "directory", "database", "keep"])
+            let directory = ownFolder(fields, path: path, default: "changesets", why: "older changesets are removed from it")
+            let keep = value(fields, "keep") == nil ? ChangesetExportSpec.defaultKeep : int(fields, "keep", path: path, range: 1...100_000)
+            if let reason = SQLiteChangeset.unavailableReason {
+                issue(value(fields, "kind"), join(path, "kind"), "\(reason); remove this export or run storesync with such a libsqlite3")
+            }
+            // The database is matched to its `sqlite` export once every export is read (``linkChangesets``).
+            let database = string(fields, "database", path: path) ?? ""
+            guard let directory, let keep else { return nil }
+            return .changeset(ChangesetExportSpec(directory: directory, database: database, keep: keep))
         default:
             issue(value(fields, "kind"), join(path, "kind"), Self.unknown("export kind", kind, among: Self.exportKinds))
             return nil
+        }
+    }
+
+    /// `directory` of an export that removes files from it: a folder inside
+    /// the output folder and not the output folder itself; nil (and an issue) otherwise.
+    mutating func ownFolder(_ fields: Fields, path: String, default fallback: String, why: String) -> String? {
+        guard let directory = relativePath(fields, "directory", path: path, default: fallback) else { return nil }
+        guard !directory.split(separator: "/").filter({ $0 != "." }).isEmpty else {
+            issue(value(fields, "directory"), join(path, "directory"),
+                  "must be a folder of its own inside the output folder (\(why)), got '\(directory)'")
+            return nil
+        }
+        return directory
+    }
+
+    /// Gives each changeset export its database: the `sqlite` export whose
+    /// `path` it names, or the job's only one when it names none. A database
+    /// with `{date}` in its path is a new file each day, with no previous
+    /// version at its path to start a changeset from.
+    mutating func linkChangesets(_ exports: inout [ExportSpec], nodes: [JobNode]) {
+        let databases = exports.compactMap { export -> String? in
+            if case .sqlite(let path, _, _, _) = export { path } else { nil }
+        }
+        for (n, export) in exports.enumerated() where n < nodes.count {
+            guard case .changeset(var changeset) = export else { continue }
+            let path = "exports[\(n)]"
+            let fields = mapping(nodes[n], path: path) ?? []
+            if changeset.database.isEmpty {
+                guard databases.count == 1 else {
+                    issue(nodes[n], join(path, "database"), databases.isEmpty
+                          ? "a changeset export needs a sqlite export in the same job: it records that database's changes"
+                          : "the job has \(databases.count) sqlite exports (\(databases.joined(separator: ", "))): name one as database")
+                    continue
+                }
+                changeset.database = databases[0]
+            } else if !databases.contains(changeset.database) {
+                issue(value(fields, "database"), join(path, "database"),
+                      "names no sqlite export of this job: expected one of \(databases.isEmpty ? "(none)" : databases.joined(separator: ", "))")
+                continue
+            }
+            if PathTemplate.variables(in: changeset.database).contains("date") {
+                issue(value(fields, "database") ?? nodes[n], join(path, "database"),
+                      "'\(changeset.database)' is a new file each day ({date}), so no earlier version sits at its path to start from; "
+                      + "give the sqlite export a fixed path")
+            }
+            exports[n] = .changeset(changeset)
+        }
+        var seen: Set<String> = []
+        for (n, export) in exports.enumerated() where n < nodes.count {
+            guard case .changeset(let changeset) = export, !changeset.database.isEmpty else { continue }
+            if !seen.insert(changeset.database).inserted {
+                issue(nodes[n], "exports[\(n)]", "\(changeset.database) already has a changeset export: one per database")
+            }
         }
     }
 }

@@ -132,7 +132,7 @@ struct ConsumerFixture {
     /// The columns the export adds (the key, `extra`, first seen and last
     /// changed, a history table's own) are no canonical field's name.
     @Test func theExportsOwnColumnsAreNoFieldsName() {
-        let own = ["key", "extra"] + ConsumerSchema.seenColumnNames + ConsumerSchema.versionColumnNames
+        let own = [ConsumerSchema.idColumn, "key", "extra"] + ConsumerSchema.seenColumnNames + ConsumerSchema.versionColumnNames
         for entity in EntityKind.allCases {
             let clashes = Set(CanonicalSchema.fields(of: entity).map(\.name)).intersection(own)
             #expect(clashes.isEmpty, "\(entity): \(clashes.sorted())")
@@ -206,7 +206,7 @@ struct ConsumerFixture {
             let columns = try await db.read { db in
                 try Row.fetchAll(db, sql: "PRAGMA table_info(\(ConsumerSchema.table(for: entity)))").map { "\($0["name"] as String) \($0["type"] as String)" }
             }
-            let expected = ["key TEXT"] + CanonicalSchema.fields(of: entity).map { "\($0.name) \($0.kind.rawValue)" } + ["extra TEXT"]
+            let expected = ["id INTEGER", "key TEXT"] + CanonicalSchema.fields(of: entity).map { "\($0.name) \($0.kind.rawValue)" } + ["extra TEXT"]
                 + ["first_seen_run INTEGER", "first_seen TEXT", "last_changed_run INTEGER", "last_changed TEXT"]
             #expect(columns == expected, "\(entity)")
         }

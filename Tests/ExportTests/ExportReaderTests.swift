@@ -60,7 +60,8 @@ enum FrictionlessCheck {
         let metadata = fixture.output.appendingPathComponent("metadata.json")
         let result = try await Python.run([DatasetteCheck.script.path, database.path, metadata.path])
         #expect(result.status == 0, "check_datasette.py failed:\n\(result.output)")
-        let meanings = CanonicalSchema.fields(of: .podcast).count + 6
+        // id, key, extra and the four first-seen/last-changed columns.
+        let meanings = CanonicalSchema.fields(of: .podcast).count + 7
         #expect(result.output.contains("metadata: \(meanings) of \(meanings) podcasts column meanings shown"), "\(result.output)")
     }
 

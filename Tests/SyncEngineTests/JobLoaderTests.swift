@@ -226,6 +226,25 @@ import TestSupport
         #expect(keys.contains("exports[1].rss"), "a changes feed has no genre")
         #expect(keys.contains("exports[2].feed"))
     }
+
+    /// A changeset export records one sqlite export's changes: the job's only
+    /// one by default, else the one it names, never a dated file.
+    @Test func aChangesetExportFindsItsDatabaseOrSaysWhy() throws {
+        let head = "name: x\nstore: s.sqlite\noutput: out\nsources: [{name: m, kind: marketplace}]\nexports:\n"
+        let job = try JobLoader.parse(yaml: head + "  - { kind: sqlite, path: shop.sqlite }\n  - { kind: changeset, keep: 7 }\n",
+                                      file: "job.yml", baseDirectory: "/jobs", rules: .cli)
+        #expect(job.exports.last == .changeset(ChangesetExportSpec(directory: "changesets", database: "shop.sqlite", keep: 7)))
+        func keys(_ exports: String) -> [String] { issues(head + exports).map(\.keyPath) }
+        #expect(keys("  - { kind: changeset }\n") == ["exports[0].database"], "no sqlite export to follow")
+        #expect(keys("  - { kind: sqlite, path: a.sqlite }\n  - { kind: sqlite, path: b.sqlite }\n  - { kind: changeset }\n")
+                    == ["exports[2].database"], "two databases: which one?")
+        #expect(keys("  - { kind: sqlite, path: a.sqlite }\n  - { kind: changeset, database: c.sqlite }\n") == ["exports[1].database"])
+        #expect(keys("  - { kind: sqlite, path: \"{date}.sqlite\" }\n  - { kind: changeset }\n") == ["exports[1].database"],
+                "a dated database has no earlier version at its path")
+        #expect(keys("  - { kind: sqlite, path: a.sqlite }\n  - { kind: changeset, directory: . }\n") == ["exports[1].directory"])
+        #expect(keys("  - { kind: sqlite, path: a.sqlite }\n  - { kind: changeset }\n  - { kind: changeset, directory: more }\n")
+                    == ["exports[2]"], "one changeset export per database")
+    }
 }
 
 /// Nested aliases are measured before any tree is built: a "billion laughs"

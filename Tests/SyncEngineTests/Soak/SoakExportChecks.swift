@@ -280,3 +280,4 @@ enum SoakFeedReaders {
         try await Python.run([script.deletingLastPathComponent().appendingPathComponent("check_apple_podcasts.py").path, folder.path] + extra)
     }
 }
+

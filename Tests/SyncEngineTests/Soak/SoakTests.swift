@@ -56,6 +56,9 @@ import TestSupport
         let runner = Runner(job: job, logger: .quiet)
         let output = URL(fileURLWithPath: job.outputDirectory)
         var runSeconds = 0.0, checkSeconds = 0.0
+        var replica = ChangesetReplica(replica: directory.appendingPathComponent("replica.sqlite"),
+                                       published: output.appendingPathComponent("demo.sqlite"),
+                                       changesets: output.appendingPathComponent("changesets"))
 
         for night in 1...Self.nights {
             let expected = truth.advance(to: night)
@@ -90,6 +93,8 @@ import TestSupport
             #expect(keyProblems.isEmpty, "night \(night): \(keyProblems.joined(separator: "\n"))")
             let historyProblems = try SoakExportChecks.historyProblems(output.appendingPathComponent("demo.sqlite"))
             #expect(historyProblems.isEmpty, "night \(night): \(historyProblems.joined(separator: "\n"))")
+            let replicaProblems = try replica.follow()
+            #expect(replicaProblems.isEmpty, "night \(night): the replica applying changesets: \(replicaProblems.joined(separator: "\n"))")
 
             // The same night again: nothing changed upstream, so nothing may be written.
             let again = try await runner.run(RunOptions(night: night))
@@ -98,6 +103,8 @@ import TestSupport
             try store.forEachChange(runID: again.runID, order: .insertion) { _ in logged += 1 }
             #expect(again.recordRowsWritten == 0 && logged == 0,
                     "night \(night) again wrote \(again.recordRowsWritten) rows, logged \(logged) changes:\n\(again.summaryText)")
+            let replicaAgain = try replica.follow()
+            #expect(replicaAgain.isEmpty, "night \(night) again: the replica applying changesets: \(replicaAgain.joined(separator: "\n"))")
             checkSeconds += Date().timeIntervalSince(checking)
         }
         print("soak: \(Self.nights) nights of the demo job (\(Self.podcasts) podcasts, \(Self.products) products): "
