@@ -218,6 +218,28 @@ public struct ChangesetExportSpec: Sendable, Equatable {
     }
 }
 
+/// `push:` of a feed export: who learns, right after a night publishes a
+/// feed whose content changed, that it did. A feed whose items and channel
+/// are what it published before is left as it was (its `lastBuildDate`
+/// included), and nobody is told.
+public struct FeedPushSpec: Sendable, Equatable {
+    /// A WebSub hub: named in the feed (`<atom:link rel="hub">`, Atom's
+    /// `<link rel="hub">`) so subscribers find it, and sent a publish ping
+    /// (`POST hub.mode=publish&hub.url=<the feed's selfURL>`).
+    public var hub: String?
+    /// A Podping-style notifier: `GET {podping}?url=<selfURL>&reason=update&medium=podcast`.
+    public var podping: String?
+    /// Headers sent to the notifier, each read from the environment (Podping
+    /// gives each publisher a token for `Authorization`); never printed or logged.
+    public var podpingHeaders: [SecretHeader]
+
+    public init(hub: String? = nil, podping: String? = nil, podpingHeaders: [SecretHeader] = []) {
+        self.hub = hub
+        self.podping = podping
+        self.podpingHeaders = podpingHeaders
+    }
+}
+
 /// What a feed lists.
 public enum FeedKind: String, Sendable, CaseIterable {
     /// Podcasts by their latest episode date, newest first.
@@ -294,6 +316,8 @@ public struct FeedExportSpec: Sendable, Equatable {
     /// `podcast:guid`, when the publisher has one already (a show that moved
     /// here keeps its identity); nil derives it from the feed's URL.
     public var podcastGUID: String?
+    /// Who is told when the feed's content changes (`push:`); nil: no one.
+    public var push: FeedPushSpec?
 
     public init(kind: FeedKind, rssPath: String?, atomPath: String?, title: String, selfURL: String, atomURL: String? = nil,
                 link: String, description: String, limit: Int = 100, chart: String? = nil, imageURL: String? = nil,

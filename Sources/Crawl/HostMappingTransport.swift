@@ -76,3 +76,21 @@ package struct HostMappingTransport: HTTPTransport {
         }
     }
 }
+
+/// Sends POSTs for a family of hosts somewhere else, by the rules of
+/// ``HostMappingTransport`` (the simulator's hub answers for `*.storesim.test`).
+package struct HostMappingPoster: HTTPPoster {
+    private let base: any HTTPPoster
+    private let rules: [HostMappingTransport.Rule]
+
+    package init(wrapping base: any HTTPPoster, rules: [HostMappingTransport.Rule]) {
+        self.base = base
+        self.rules = rules
+    }
+
+    package func post(_ url: URL, headers: [(name: String, value: String)], body: [UInt8],
+                      timeoutSeconds: Double) async throws(TransportError) -> Int {
+        let target = rules.lazy.compactMap { $0.map(url) }.first ?? url
+        return try await base.post(target, headers: headers, body: body, timeoutSeconds: timeoutSeconds)
+    }
+}

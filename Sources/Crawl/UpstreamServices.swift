@@ -26,10 +26,14 @@ public struct UpstreamSession: Sendable {
     public var baseURL: URL?
     /// Takes the services down; the runner calls it once, at the end of the crawl.
     public var close: @Sendable () async -> Void
+    /// Sends the POSTs of a night (a WebSub hub's publish ping), routed as `transport` routes reads.
+    public var poster: any HTTPPoster
 
-    public init(transport: any HTTPTransport, baseURL: URL?, close: @escaping @Sendable () async -> Void = {}) {
+    public init(transport: any HTTPTransport, baseURL: URL?, poster: any HTTPPoster = AsyncHTTPPoster(),
+                close: @escaping @Sendable () async -> Void = {}) {
         self.transport = transport
         self.baseURL = baseURL
+        self.poster = poster
         self.close = close
     }
 }

@@ -41,6 +41,12 @@ package enum AtomicFile {
     /// - Returns: what `body` returns.
     /// - Throws: ``ExportError/io(operation:path:errno:)`` naming the path and the
     ///   failing system call, or whatever `body` throws.
+    /// Set (``FeedSameness``) while files are written that may say what the
+    /// published ones say but for the build date they carry: called with the
+    /// published file and the one written under a temporary name, and when it
+    /// answers true the published file stays, untouched, and the new one goes.
+    @TaskLocal package static var keepsPublishedIf: (@Sendable (_ published: URL, _ written: URL) -> Bool)?
+
     @discardableResult
     package static func write<R>(to url: URL, _ body: (inout OutputSink) throws -> R) throws -> R {
         guard url.isFileURL else {
@@ -76,6 +82,10 @@ package enum AtomicFile {
         if fsync(fd) != 0 { throw ExportError.io(operation: "fsync", path: tempPath, errno: errno) }
         fdOpen = false
         if close(fd) != 0 { throw ExportError.io(operation: "close", path: tempPath, errno: errno) }
+        if let same = keepsPublishedIf, FileManager.default.fileExists(atPath: destinationPath), same(destination, tempURL) {
+            // The deferred unlink removes the new copy.
+            return result
+        }
         if rename(tempPath, destinationPath) != 0 {
             throw ExportError.io(operation: "rename to \(destinationPath)", path: tempPath, errno: errno)
         }

@@ -88,6 +88,8 @@ struct FeedArchive {
         page.selfURL = pageURL(number)
         page.isArchive = true
         page.podcastGUID = nil
+        // A page is never rewritten once full: nothing to subscribe to.
+        page.hubURL = nil
         page.archiveLinks = [FeedLink(rel: "current", href: currentURL)]
         if number > 1 { page.archiveLinks.append(FeedLink(rel: "prev-archive", href: pageURL(number - 1))) }
         if full { page.archiveLinks.append(FeedLink(rel: "next-archive", href: pageURL(number + 1))) }

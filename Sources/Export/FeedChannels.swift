@@ -75,6 +75,7 @@ struct FeedDirectory {
         channel.ownerName = spec.ownerName
         channel.ownerEmail = spec.ownerEmail
         channel.copyright = spec.copyright
+        channel.hubURL = spec.push?.hub
         if spec.kind.isSubscribable {
             channel.podcastGUID = spec.podcastGUID ?? PodcastGUID.forFeed(selfURL)
             channel.podcastTags = spec.podcastTags

@@ -38,6 +38,22 @@ enum FeedExport {
     }
 
     static func write(_ spec: FeedExportSpec, context: ExportContext) throws -> [ExportedFile] {
+        try FeedSameness.keepingUnchanged { try writeGroups(spec, context: context) }
+    }
+
+    /// Marks `file`, a current document (not an archive page), with where it
+    /// is served and who hears of it; `before` is the published file's
+    /// identity before the write (nil: there was none).
+    static func published(_ file: ExportedFile, at url: URL, topic: String, spec: FeedExportSpec,
+                          before: (UInt64, UInt64)?) -> ExportedFile {
+        var file = file
+        file.topicURL = topic
+        file.push = spec.push
+        if !file.withheld, let before, let after = FeedSameness.identity(of: url) { file.unchanged = before == after }
+        return file
+    }
+
+    private static func writeGroups(_ spec: FeedExportSpec, context: ExportContext) throws -> [ExportedFile] {
         let template = spec.rssPath ?? spec.atomPath ?? ""
         let grouping = PathTemplate.variables(in: template).intersection(["genre", "country"])
         let directory = try FeedDirectory(spec, context: context)
@@ -70,7 +86,9 @@ enum FeedExport {
                     files += try archive.write(older: older, channel: archiveChannel,
                                                podcast: spec.kind.isSubscribable, current: &rssChannel)
                 }
+                let before = FeedSameness.identity(of: url)
                 var file = try writeRSS(spec, channel: rssChannel, items: current, to: url, context: context)
+                file = published(file, at: url, topic: rssChannel.selfURL, spec: spec, before: before)
                 file.enclosuresWithheld = group.enclosuresWithheld
                 file.enclosureLengthsLearned = group.lengthsLearned
                 file.enclosureTypesLearned = group.typesLearned
@@ -88,8 +106,10 @@ enum FeedExport {
                     atomArchiveChannel.selfURL = atomChannel.selfURL
                     files += try archive.write(older: older, channel: atomArchiveChannel, podcast: false, current: &atomChannel)
                 }
+                let before = FeedSameness.identity(of: url)
                 let result = try FeedWriters.writeAtom(channel: atomChannel, items: current, to: url)
-                var file = ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount)
+                var file = published(ExportedFile(path: url.path, bytes: result.byteCount, rows: result.itemCount), at: url,
+                                     topic: atomChannel.selfURL, spec: spec, before: before)
                 // An Atom-only feed counts what it withheld; beside RSS, the RSS file did.
                 if spec.rssPath == nil { file.linksWithheld = group.linksWithheld }
                 files.append(file)

@@ -58,6 +58,9 @@ package struct FeedChannel: Sendable, Equatable {
     package var itemsCarryPodcastTags = false
     /// RFC 5005 archive links (`atom:link rel="prev-archive"`, …), written after `atom:link rel="self"`.
     package var archiveLinks: [FeedLink] = []
+    /// The WebSub hub subscribers may ask to be told of changes
+    /// (`atom:link rel="hub"`, written after the self link); nil: none.
+    package var hubURL: String?
     /// An RFC 5005 archive document (`fh:archive`): its items never change once written.
     package var isArchive = false
     /// Plain RSS only: item artwork as Media RSS `media:thumbnail`, which feed readers show.

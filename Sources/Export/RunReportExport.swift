@@ -141,6 +141,14 @@ package enum RunReportExport {
             ])
             document = .object(fields)
         }
+        if case .object(var fields) = document, let push = context.pushFigures {
+            fields["push"] = .object([
+                "feeds": .int(Int64(push.feeds)), "changed": .int(Int64(push.changed)), "unchanged": .int(Int64(push.unchanged)),
+                "hubPings": .int(Int64(push.hubPings)), "hubFailures": .int(Int64(push.hubFailures)),
+                "podpings": .int(Int64(push.podpings)), "podpingFailures": .int(Int64(push.podpingFailures)),
+            ])
+            document = .object(fields)
+        }
         if case .object(var fields) = document, let artwork = context.artworkFigures {
             fields["artwork"] = artworkJSON(artwork)
             document = .object(fields)
@@ -197,6 +205,17 @@ package enum RunReportExport {
             ("\(job),kind=\"podcast_tag\"", String(context.withheld.podcastTags)),
             ("\(job),kind=\"gone_enclosure\"", String(context.withheld.goneEnclosures)),
         ])
+        if let push = context.pushFigures {
+            metric("storesync_feed_push_feeds", "Feed documents that tell subscribers of changes, by whether tonight changed them.", samples: [
+                ("\(job),state=\"changed\"", String(push.changed)), ("\(job),state=\"unchanged\"", String(push.unchanged)),
+            ])
+            metric("storesync_feed_push_pings", "Pings the last run sent for its changed feeds, by service and result.", samples: [
+                ("\(job),service=\"websub\",result=\"ok\"", String(push.hubPings)),
+                ("\(job),service=\"websub\",result=\"failed\"", String(push.hubFailures)),
+                ("\(job),service=\"podping\",result=\"ok\"", String(push.podpings)),
+                ("\(job),service=\"podping\",result=\"failed\"", String(push.podpingFailures)),
+            ])
+        }
         var records: [(String, String)] = []
         var pages: [(String, String)] = []
         var seconds: [(String, String)] = []

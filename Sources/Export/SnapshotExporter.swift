@@ -27,6 +27,8 @@ package struct ExportContext: Sendable {
     /// the store keeps no copy (a report rebuilt by `storesync export` lacks them).
     package var recovered: [String: [String]] = [:]
     package var enclosureFigures: EnclosureCheckFigures?
+    /// What the pushes of tonight's changed feeds came to, for report.json; nil when no feed pushes.
+    package var pushFigures: FeedPushFigures?
 
     /// The pixel size of an image URL when something knows it better than the
     /// URL does (the artwork mirror reads its files' headers).
@@ -95,6 +97,13 @@ public struct ExportedFile: Sendable, Equatable {
     public var podcastTagsWithheld = 0
     /// The export's file-name template, for exports that write one file per group.
     public var template: String?
+    /// A feed document whose content was what it already published: the
+    /// published file was left as it was (build date included).
+    public var unchanged = false
+    /// A current feed document (not an archive page): the URL it is served at
+    /// (its `selfURL`), and who is told when it changes.
+    public var topicURL: String?
+    public var push: FeedPushSpec?
 
     public init(path: String, bytes: Int64, rows: Int) {
         self.path = path

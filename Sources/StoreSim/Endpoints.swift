@@ -519,6 +519,11 @@ enum Endpoints {
          "Marketplace list, newest first, snake or camel page keys; ETag/Last-Modified. e.g. /api/products?page_no=1&items_per_page=100"),
         ("GET /api/products/{id}", "Marketplace detail with images and vendor; ETag/Last-Modified. e.g. /api/products/7"),
         ("GET /healthChecker", "Marketplace health check: \"OK\"."),
+        ("POST \(PushEndpoints.hubPath)",
+         "A WebSub hub's publish endpoint: a form with hub.mode=publish and hub.url=FEED → 204; anything else 400. "
+            + "Map *.storesim.test to the simulator: a feed's push.hub http://hub.storesim.test\(PushEndpoints.hubPath)"),
+        ("GET \(PushEndpoints.podpingPath)?url=FEED&reason=update&medium=podcast",
+         "A Podping-style notifier: needs an Authorization header (the publisher's token) → 200 \"Success!\"; 401 without."),
         ("GET /image/{thumb|pf}/…/{W}x{H}….{jpg|png}",
          "Artwork (mzstatic.com image service): a flat-colour JPEG or PNG of the size in the name, ETag/Last-Modified; "
             + "map *.mzstatic.com to the simulator. e.g. /image/thumb/Podcasts1/v4/ab/cd/ef/x/mza_1.jpg/3000x3000bb.jpg"),

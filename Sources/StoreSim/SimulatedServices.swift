@@ -51,19 +51,22 @@ public struct SimulatedServices: UpstreamServices {
                                  remedy: "Nothing was fetched or stored; check that loopback networking works, then run again")
         }
         logger.info("simulator serving night \(night ?? 1) at \(server.baseURL.absoluteString)")
+        // Simulator bodies name fixed origins (feedUrl on feeds.storesim.test…), never its ephemeral port.
+        // The dead feed host (`dead-feed-host`) is a path prefix of the same server; artwork URLs name
+        // iTunes' image CDN, which the simulator serves too (the artwork mirror fetches them).
+        let rules: [HostMappingTransport.Rule] = [
+            .init(hostSuffix: ContentFaults.deadFeedHost, baseURL: server.baseURL.appendingPathComponent("feeds2")),
+            .init(hostSuffix: ".storesim.test", baseURL: server.baseURL),
+            .init(hostSuffix: ".mzstatic.com", baseURL: server.baseURL),
+            // Song and video previews: media files the simulator serves (MediaFiles).
+            .init(hostSuffix: "audio-ssl.itunes.apple.com", baseURL: server.baseURL),
+            .init(hostSuffix: "video-ssl.itunes.apple.com", baseURL: server.baseURL),
+        ]
         return UpstreamSession(
-            // Simulator bodies name fixed origins (feedUrl on feeds.storesim.test…), never its ephemeral port.
-            // The dead feed host (`dead-feed-host`) is a path prefix of the same server; artwork URLs name
-            // iTunes' image CDN, which the simulator serves too (the artwork mirror fetches them).
-            transport: HostMappingTransport(wrapping: transport, rules: [
-                .init(hostSuffix: ContentFaults.deadFeedHost, baseURL: server.baseURL.appendingPathComponent("feeds2")),
-                .init(hostSuffix: ".storesim.test", baseURL: server.baseURL),
-                .init(hostSuffix: ".mzstatic.com", baseURL: server.baseURL),
-                // Song and video previews: media files the simulator serves (MediaFiles).
-                .init(hostSuffix: "audio-ssl.itunes.apple.com", baseURL: server.baseURL),
-                .init(hostSuffix: "video-ssl.itunes.apple.com", baseURL: server.baseURL),
-            ]),
+            transport: HostMappingTransport(wrapping: transport, rules: rules),
             baseURL: server.baseURL,
+            // The hub and the notifier a feed's `push:` names on *.storesim.test (PushEndpoints).
+            poster: HostMappingPoster(wrapping: AsyncHTTPPoster(), rules: rules),
             close: { await server.shutdown() })
     }
 }

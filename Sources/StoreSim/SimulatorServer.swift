@@ -120,6 +120,9 @@ public final class SimulatorServer: Sendable {
     /// Requests received so far (every path, including errors and 304s).
     public var requestCount: Int { state.requestCount }
 
+    /// The pings its WebSub hub and Podping notifier accepted, oldest first: which service, and the feed URL.
+    public var pushes: [(service: String, topic: String)] { state.pushes }
+
     /// How many requests each transient fault has hit so far, by fault name
     /// (`drift` counts shifted pages, `latency` delayed answers,
     /// `client-rate-limit` the requests refused by the per-client limit).
@@ -178,6 +181,18 @@ struct SimResponder: HTTPResponder {
 
     func respond(to request: Request, context: Context) async throws -> Response {
         state.countRequest()
+        // The push endpoints (PushEndpoints): the one place a POST is served.
+        if request.uri.path == PushEndpoints.hubPath, request.method == .post {
+            let body = try await request.body.collect(upTo: 64 * 1024)
+            let (answer, ping) = PushEndpoints.hub(contentType: request.headers[.contentType], body: Array(buffer: body))
+            if let ping { state.remember(ping) }
+            return SimulatorServer.response(answer)
+        }
+        if request.uri.path == PushEndpoints.podpingPath, request.method == .get {
+            let (answer, ping) = PushEndpoints.podping(query: request.uri.query, authorization: request.headers[.authorization])
+            if let ping { state.remember(ping) }
+            return SimulatorServer.response(answer)
+        }
         guard request.method == .get || request.method == .head else {
             return SimulatorServer.response(SimResponse(status: 405, contentType: "text/plain; charset=utf-8",
                                                         body: Array("Method Not Allowed".utf8)))
@@ -253,6 +268,10 @@ final class ServerState: Sendable {
     var injectedFaults: [String: Int] { faultCounts.withLock { $0 } }
 
     func countFault(_ name: String) { faultCounts.withLock { $0[name, default: 0] += 1 } }
+
+    private let pings = Mutex<[PushEndpoints.Ping]>([])
+    func remember(_ ping: PushEndpoints.Ping) { pings.withLock { $0.append(ping) } }
+    var pushes: [(service: String, topic: String)] { pings.withLock { $0.map { ($0.service, $0.topic) } } }
 
     func setNight(_ night: Int) { mutable.withLock { $0.night = night } }
     func countRequest() { mutable.withLock { $0.requests += 1 } }

@@ -185,7 +185,7 @@ extension SettingsReader {
         if let node = value(top, "exports") {
             if let sequence = node.sequence {
                 for (n, element) in sequence.enumerated() {
-                    if let export = exportSpec(element, path: "exports[\(n)]") {
+                    if let export = exportSpec(element, path: "exports[\(n)]", environment: environment) {
                         // Two mirrors would each claim the feeds' images: one per job.
                         if case .artwork = export, exports.contains(where: { if case .artwork = $0 { true } else { false } }) {
                             issue(element, "exports[\(n)]", "a job has at most one artwork export")
@@ -588,7 +588,7 @@ extension SettingsReader {
         if !podroll.isEmpty { spec.podcastTags.append(PodcastTag("podroll", children: podroll)) }
     }
 
-    mutating func exportSpec(_ node: JobNode, path: String) -> ExportSpec? {
+    mutating func exportSpec(_ node: JobNode, path: String, environment: [String: String] = [:]) -> ExportSpec? {
         guard let fields = mapping(node, path: path) else { return nil }
         guard let kind = string(fields, "kind", path: path, required: true) else { return nil }
         switch kind {
@@ -617,7 +617,7 @@ extension SettingsReader {
             checkKeys(fields, path: path, allowed: ["kind", "feed", "chart", "rss", "atom", "title", "selfURL", "atomURL", "link",
                                                     "description", "limit", "image", "author", "language", "owner",
                                                     "copyright", "explicit", "type", "categories", "strict", "archive", "podcast",
-                                                    "checkEnclosures"])
+                                                    "checkEnclosures", "push"])
             guard let feedName = string(fields, "feed", path: path, required: true) else { return nil }
             guard let feedKind = FeedKind(rawValue: feedName) else {
                 issue(value(fields, "feed"), join(path, "feed"), Self.unknown("feed", feedName, among: FeedKind.allCases.map(\.rawValue)))
@@ -654,6 +654,9 @@ extension SettingsReader {
                     issue(value(fields, "checkEnclosures"), join(path, "checkEnclosures"),
                           "only feeds podcast apps subscribe to (episodes-new, music-new) publish enclosures")
                 }
+            }
+            if let node = value(fields, "push") {
+                spec.push = pushSpec(node, path: join(path, "push"), environment: environment)
             }
             if let node = value(fields, "podcast") {
                 if feedKind.isSubscribable {
@@ -702,6 +705,30 @@ extension SettingsReader {
             issue(value(fields, "kind"), join(path, "kind"), Self.unknown("export kind", kind, among: Self.exportKinds))
             return nil
         }
+    }
+
+    /// `push: {hub, podping, podpingHeaders}` of a feed export; the
+    /// notifier's headers are `{env: VARIABLE}` like `http.headers`.
+    mutating func pushSpec(_ node: JobNode, path: String, environment: [String: String]) -> FeedPushSpec? {
+        guard let fields = mapping(node, path: path) else { return nil }
+        checkKeys(fields, path: path, allowed: ["hub", "podping", "podpingHeaders"])
+        var push = FeedPushSpec()
+        push.hub = value(fields, "hub") == nil ? nil : url(fields, "hub", path: path)?.absoluteString
+        let podping = value(fields, "podping") == nil ? nil : url(fields, "podping", path: path)
+        push.podping = podping?.absoluteString
+        if value(fields, "hub") == nil && value(fields, "podping") == nil {
+            issue(node, path, "names no one to tell: give a WebSub hub (hub: URL), a Podping-style notifier (podping: URL), or both")
+        }
+        if let headers = value(fields, "podpingHeaders") {
+            let headersPath = join(path, "podpingHeaders")
+            if value(fields, "podping") == nil {
+                issue(headers, headersPath, "are sent to the podping notifier, and none is given")
+            } else if let headerFields = mapping(headers, path: headersPath) {
+                push.podpingHeaders = secretHeaders(headerFields, path: headersPath, host: podping?.host ?? "", environment: environment,
+                                                    unset: { "the notifier would get no \($0) and refuse every ping" })
+            }
+        }
+        return push
     }
 
     /// `directory` of an export that removes files from it: a folder inside

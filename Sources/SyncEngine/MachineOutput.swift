@@ -21,6 +21,7 @@ public enum MachineOutput {
                                     outputDirectory: job.outputDirectory)
         context.artworkFigures = report?.artwork
         context.enclosureFigures = report?.enclosures
+        context.pushFigures = report?.push
         context.recovered = Dictionary((report?.sources ?? []).map { ($0.name, $0.recovered) }, uniquingKeysWith: +)
         context.lint = (report?.exports ?? []).flatMap { file in file.lint.map { (file.path, $0) } }
         context.withheld = WithheldCounts(report?.exports ?? [])

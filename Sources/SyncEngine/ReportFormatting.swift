@@ -51,6 +51,7 @@ extension RunReport {
         lines += Self.exportLines(exports)
         if let artwork { lines.append(artwork.summary) }
         if let enclosures { lines.append(enclosures.summary) }
+        if let push { lines.append(push.summary) }
         if let pruned { lines.append(Self.retentionLine(pruned)) }
         for warning in warnings { lines.append("warning: \(warning)") }
         for notice in notices { lines.append("note: \(notice)") }

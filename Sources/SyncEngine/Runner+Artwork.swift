@@ -41,20 +41,23 @@ extension Runner {
     /// opened one): the run's night of the simulator, or the network. Nothing
     /// is opened when there is nothing to fetch; a session that cannot be
     /// opened gives a transport that answers every request as unreachable.
-    func exportSession(run: RunInfo, needed: Bool, purpose: String) async -> (transport: any HTTPTransport, close: @Sendable () async -> Void) {
-        guard needed else { return (UnreachableTransport(reason: "nothing to fetch"), {}) }
+    /// `poster` sends the few POSTs after a night (a WebSub ping) the same way.
+    func exportSession(run: RunInfo, needed: Bool, purpose: String)
+        async -> (transport: any HTTPTransport, poster: any HTTPPoster, close: @Sendable () async -> Void)
+    {
+        guard needed else { return (UnreachableTransport(reason: "nothing to fetch"), AsyncHTTPPoster(), {}) }
         let ownTransport: AsyncHTTPTransport? = environment.transport == nil ? AsyncHTTPTransport() : nil
         do {
             let session = try await environment.services.open(night: run.night, transport: environment.transport ?? ownTransport!,
                                                               logger: logger)
-            return (session.transport, {
+            return (session.transport, session.poster, {
                 await session.close()
                 await ownTransport?.shutdown()
             })
         } catch {
             logger.warning("\(purpose): \(error.description)")
             await ownTransport?.shutdown()
-            return (UnreachableTransport(reason: error.message), {})
+            return (UnreachableTransport(reason: error.message), AsyncHTTPPoster(), {})
         }
     }
 

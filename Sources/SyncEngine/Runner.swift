@@ -57,6 +57,8 @@ public struct RunReport: Sendable {
     public var artwork: ArtworkMirrorFigures?
     /// What the enclosure checks did; nil when no feed checks its enclosures (or no export ran).
     public var enclosures: EnclosureCheckFigures?
+    /// What telling subscribers of tonight's changed feeds came to; nil when no feed pushes (or no export ran).
+    public var push: FeedPushFigures?
     /// Sources and scopes the run's deadline left unfinished (the next run
     /// resumes this one there); empty when no deadline was hit.
     public var deadlineLeft: [String] = []
@@ -321,6 +323,7 @@ public struct Runner: Sendable {
         var lintLowered = false
         var artworkFigures: ArtworkMirrorFigures?
         var reportedEnclosures: EnclosureCheckFigures?
+        var pushFigures: FeedPushFigures?
         if writeExports, let stop = environment.stopAt?(.beforeExports) { throw stop }
         if writeExports {
             progress?(.exporting)
@@ -385,6 +388,9 @@ public struct Runner: Sendable {
             lintNotices = lint.notices
             context.lint = exported.flatMap { file in file.lint.map { (file.path, $0) } }
             context.withheld = WithheldCounts(exported)
+            // Every feed that was published is pushed, whatever became of the other exports.
+            pushFigures = await pushChangedFeeds(exported, run: run)
+            context.pushFigures = pushFigures
             if !lint.warnings.isEmpty, outcome == .ok {
                 outcome = .partial
                 lintLowered = true
@@ -438,6 +444,7 @@ public struct Runner: Sendable {
         report.pruned = pruned
         report.artwork = artworkFigures
         report.enclosures = reportedEnclosures
+        report.push = pushFigures
         report.notices = try store.schemaChanges(runID: run.id).map(\.description) + lintNotices
         return report
     }

@@ -83,6 +83,7 @@ package struct AtomFeedWriter: Sendable {
         if !channel.description.isEmpty { try textElement("subtitle", channel.description, into: doc) }
         try doc.element("updated", rfc3339(channel.lastBuildDate))
         try doc.emptyElement("link", attributes: ["rel": "self", "type": "application/atom+xml", "href": channel.selfURL])
+        if let hub = channel.hubURL { try doc.emptyElement("link", attributes: ["rel": "hub", "href": hub]) }
         for link in channel.archiveLinks {
             try doc.emptyElement("link", attributes: ["rel": link.rel, "type": "application/atom+xml", "href": link.href])
         }

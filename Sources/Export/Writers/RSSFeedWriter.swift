@@ -263,6 +263,7 @@ enum RSSCore {
         try doc.element("generator", channel.generator)
         try doc.element("lastBuildDate", PodcastFeedWriter.rfc822(channel.lastBuildDate))
         try doc.emptyElement("atom:link", attributes: ["href": channel.selfURL, "rel": "self", "type": "application/rss+xml"])
+        if let hub = channel.hubURL { try doc.emptyElement("atom:link", attributes: ["href": hub, "rel": "hub"]) }
         for link in channel.archiveLinks {
             try doc.emptyElement("atom:link", attributes: ["href": link.href, "rel": link.rel, "type": "application/rss+xml"])
         }
