@@ -112,7 +112,8 @@ struct EntityWriter {
                 INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
                 """)),
              RawStatement(try session.db.cachedStatement(sql: """
-                INSERT INTO changes (run_id, source, entity, key, op, field, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO changes (run_id, source, entity, key, op, field, before, after, entity_rowid, entity_added_run)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)),
              session.db)
         }
@@ -162,11 +163,14 @@ struct EntityWriter {
         cache?.rows[EntityRowCache.Key(entity: entity, key: key)] = .some(row)
     }
 
+    /// Logs one change; a removal passes the row it removed (`removed`), whose id and first run the log keeps.
     func log(_ source: String, _ entity: EntityKind, _ key: String, _ op: String,
-             field: String? = nil, before: String? = nil, after: String? = nil) throws {
+             field: String? = nil, before: String? = nil, after: String? = nil, removed: EntityRow? = nil) throws {
         guard let raw = sqliteInserts else {
-            try db.queueInsert(into: "changes", columns: ["run_id", "source", "entity", "key", "op", "field", "before", "after"],
-                               values: [runID, source, entity.rawValue, key, op, field, before, after], id: "id")
+            try db.queueInsert(into: "changes", columns: ["run_id", "source", "entity", "key", "op", "field", "before", "after",
+                                                          "entity_rowid", "entity_added_run"],
+                               values: [runID, source, entity.rawValue, key, op, field, before, after, removed?.rowid, removed?.addedRun],
+                               id: "id")
             return
         }
         raw.log.bind(1, runID)
@@ -177,6 +181,8 @@ struct EntityWriter {
         raw.log.bind(6, field)
         raw.log.bind(7, before)
         raw.log.bind(8, after)
+        raw.log.bind(9, removed?.rowid)
+        raw.log.bind(10, removed?.addedRun)
         try raw.log.execute(raw.db)
     }
 
@@ -249,7 +255,7 @@ struct EntityWriter {
         guard sightings.contains(where: \.keepsAlive) else {
             try db.queueDelete(from: "entities", where: [.integer("rowid")], [row.rowid])
             remember(entity, key, nil)
-            try log(sighting.source, entity, key, "removed", before: row.fieldsText)
+            try log(sighting.source, entity, key, "removed", before: row.fieldsText, removed: row)
             return sightings
         }
         var parts = row.parts

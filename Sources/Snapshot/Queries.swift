@@ -44,7 +44,8 @@ extension SQLSnapshotStore {
 
     static func changeRow(_ row: SQLRow) -> ChangeRow {
         ChangeRow(id: row["id"], runID: row["run_id"], source: row["source"], entity: row["entity"], key: row["key"],
-                  op: row["op"], field: row["field"], before: row["before"], after: row["after"])
+                  op: row["op"], field: row["field"], before: row["before"], after: row["after"],
+                  removedEntityID: row["entity_rowid"], removedEntityAddedRun: row["entity_added_run"])
     }
 
     /// The most recent runs, newest first.

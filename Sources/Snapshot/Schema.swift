@@ -304,6 +304,15 @@ enum Schema {
             // both from a killed one (NULL), alike.
             try db.execute(sql: "ALTER TABLE runs ADD COLUMN stopped TEXT")
         }
+        migrator.registerMigration("v14: a removal keeps the entity's id and first run") { db in
+            // The entity's row goes with its removal, and with it its id (the consumer
+            // database's `id`, which orders every export) and the run that added it:
+            // kept here, an export as of an earlier night can give the removed entity
+            // the id and first-seen run it had then. NULL on other rows and on
+            // removals logged before this version.
+            try db.execute(sql: "ALTER TABLE changes ADD COLUMN entity_rowid INTEGER")
+            try db.execute(sql: "ALTER TABLE changes ADD COLUMN entity_added_run INTEGER")
+        }
         return migrator
     }
 }

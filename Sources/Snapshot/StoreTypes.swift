@@ -196,6 +196,10 @@ public struct ChangeRow: Sendable, Equatable {
     public var field: String?
     public var before: String?
     public var after: String?
+    /// A removal's entity as it was: its id in the store and the run that
+    /// added it (nil on other changes, and on removals logged before storesync kept them).
+    public var removedEntityID: Int64?
+    public var removedEntityAddedRun: Int64?
 }
 
 /// Where a scope stands, for `status`.

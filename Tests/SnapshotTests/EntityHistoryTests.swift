@@ -76,6 +76,21 @@ import TestSupport
         #expect(try store.entityHistory(of: .episode, key: "1") == nil)
     }
 
+    /// A removal keeps what the entity's row had of its own: its id (the
+    /// consumer database's `id`) and the run that added it, on both engines.
+    @Test(arguments: StoreEngine.tested)
+    func aRemovalKeepsTheEntitysIdAndFirstRun(engine: StoreEngine) async throws {
+        let model = EntityModelTests()
+        let store = try await model.store(engine)
+        let first = try await model.night(store, ["search": [Self.podcast(1, "A"), Self.podcast(2, "B")]]).0
+        var ids: [String: Int64] = [:]
+        try store.forEachRecord(of: .podcast, columns: [], order: .insertion) { ids[$0.key] = $0.id }
+        let second = try await model.night(store, ["search": [Self.podcast(1, "A")]]).0
+        let removal = try #require(try store.changes(runID: second.id).first { $0.op == "removed" })
+        #expect(removal.key == "2" && removal.removedEntityID == ids["2"] && removal.removedEntityAddedRun == first.id, "\(removal)")
+        #expect(try store.changes(runID: first.id).allSatisfy { $0.removedEntityID == nil && $0.removedEntityAddedRun == nil })
+    }
+
     /// A run that adds an entity and, from another source, fills more of its
     /// fields in logs both: one version, which the run added.
     @Test(arguments: StoreEngine.tested)

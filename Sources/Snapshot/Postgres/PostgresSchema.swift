@@ -13,7 +13,8 @@ import Catalog
 enum PostgresSchema {
     /// Bumped with every change below; a store written by a newer storesync is refused.
     /// 2: `runs.stopped` (how an unfinished run's last attempt stopped).
-    static let version = 2
+    /// 3: `changes.entity_rowid`, `changes.entity_added_run` (what a removal keeps of its entity).
+    static let version = 3
 
     /// Taken (transaction-scoped) while the tables are created, so workers
     /// starting together create them once.
@@ -69,6 +70,8 @@ enum PostgresSchema {
             before TEXT COLLATE "C",
             after TEXT COLLATE "C"
         );
+        ALTER TABLE changes ADD COLUMN IF NOT EXISTS entity_rowid BIGINT;
+        ALTER TABLE changes ADD COLUMN IF NOT EXISTS entity_added_run BIGINT;
         CREATE INDEX IF NOT EXISTS changes_by_run ON changes (run_id);
         CREATE INDEX IF NOT EXISTS changes_by_entity ON changes (entity, key) WHERE op = 'changed';
 
