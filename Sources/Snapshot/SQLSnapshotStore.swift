@@ -164,6 +164,8 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// again once anything was written since. An export reads the store after
     /// its crawl, so a night copies it once: byte-identical exports from either
     /// engine by construction, for one pass over the tables.
+    package func snapshotFile() throws -> String { try exportMirror().path }
+
     func exportMirror() throws -> SQLSnapshotStore {
         guard sqlite == nil, let postgres = engine as? PostgresEngine else { return self }
         let writes = postgres.writes

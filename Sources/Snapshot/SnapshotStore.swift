@@ -258,6 +258,10 @@ public protocol SnapshotStore: AnyObject, Sendable {
     /// goes on writing an unlinked file without an error, so a run that lost
     /// its store would otherwise end ok and the next night start over.
     func checkInPlace() throws(StoreSyncError)
+
+    /// A SQLite file holding the store's tables as they are now: the store
+    /// itself on SQLite, a consistent copy of it on PostgreSQL (``AsOfSnapshot`` reads it).
+    func snapshotFile() throws -> String
 }
 
 extension SnapshotStore {

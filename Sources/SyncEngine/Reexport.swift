@@ -90,3 +90,77 @@ extension Runner {
         return try await endNight(run, phase, store: store, started: clock.now(), writeExports: true, progress: nil)
     }
 }
+
+extension Reexport {
+    /// `date`'s UTC day, `YYYY-MM-DD`.
+    static func utcDay(_ date: Date) -> String {
+        let day = CivilDate.date(fromDays: Int((date.timeIntervalSince1970 / 86_400).rounded(.down)))
+        return String(format: "%04d-%02d-%02d", day.year, day.month, day.day)
+    }
+
+    /// The exports `--as-of` writes: what a night's snapshot alone decides.
+    /// Not the artwork mirror or enclosure checks (what they learnt that
+    /// night is not kept), a changeset (it is between two published files),
+    /// nor the reports (they tell a run, not a snapshot).
+    static func isReproducible(_ spec: ExportSpec) -> Bool {
+        switch spec {
+        case .sqlite, .csvTables, .csvChanges, .feed, .opml: true
+        case .runReport, .metrics, .artwork, .changeset: false
+        }
+    }
+
+    /// `storesync export JOB --as-of RUN|DATE`: writes the job's exports as
+    /// they were after run `selector` (a run's id, or a UTC date: that day's
+    /// last finished run) into `folder` (default `<output>/as-of/<run>`),
+    /// from the snapshot rebuilt as of that run (``AsOfSnapshot``). Nothing
+    /// of the live output is touched: no file replaced, nothing pushed.
+    public static func asOf(job: JobSpec, selector: String, into folder: String?, store backend: any StoreBackend = DefaultBackend(),
+                            logger: Logger = Logger(label: "storesync")) throws(StoreSyncError) -> (run: Int64, files: [ExportedFile]) {
+        let lock = try backend.lock(job.storePath)
+        defer { withExtendedLifetime(lock) {} }
+        guard try backend.exists(job.storePath) else {
+            throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
+        }
+        let store = try backend.open(job.storePath)
+        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
+        let runs = try store.runs(limit: Int(Int32.max)).filter { $0.status != .running }
+        let run: RunRow
+        if let id = Int64(selector) {
+            guard let found = runs.first(where: { $0.id == id }) else {
+                throw StoreSyncError(.invalidArguments, "run \(id) is not among the finished runs the snapshot keeps",
+                                     remedy: "`storesync status \(job.file) --runs 100` lists them")
+            }
+            run = found
+        } else if selector.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil {
+            // The day's last finished run (newest first).
+            guard let found = runs.first(where: { utcDay($0.startedAt) == selector }) else {
+                throw StoreSyncError(.invalidArguments, "no finished run began on \(selector) (UTC) among those the snapshot keeps",
+                                     remedy: "`storesync status \(job.file) --runs 100` lists them")
+            }
+            run = found
+        } else {
+            throw StoreSyncError(.invalidArguments, "--as-of takes a run's number or a UTC date (YYYY-MM-DD), got '\(selector)'")
+        }
+        let output = folder ?? URL(fileURLWithPath: job.outputDirectory).appendingPathComponent("as-of/\(run.id)").path
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("storesync-as-of-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let rebuilt: SQLSnapshotStore
+        do {
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            let path = scratch.appendingPathComponent("snapshot.sqlite").path
+            let summary = try AsOfSnapshot.materialize(from: try store.snapshotFile(), asOf: run.id, into: path)
+            if summary.unknownIDs > 0 {
+                logger.warning("as of run \(run.id): \(summary.unknownIDs) entities removed since were removed before storesync kept a removed entity's id; they come last in the files, not in their place")
+            }
+            rebuilt = try SQLSnapshotStore(path: path)
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .storage(path: job.storePath, reason: "cannot rebuild the snapshot as of run \(run.id): \(error)", cause: error)
+        }
+        var context = ExportContext(store: rebuilt, runID: run.id, jobName: job.name, runDate: run.startedAt, outputDirectory: output)
+        context.artworkSize = job.artworkSize
+        let files = try SnapshotExporter.export(job.exports.filter(isReproducible), context: context, logger: logger)
+        return (run.id, files)
+    }
+}

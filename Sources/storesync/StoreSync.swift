@@ -327,11 +327,22 @@ struct Export: AsyncParsableCommand {
             owes its exports (a fleet's, once its workers are done; a run killed while it exported) gets them \
             as its run would have written them: the artwork mirror filled, enclosures checked, the reports, \
             retention and the webhook; the exit code is the night's, as `run` gives it.
+
+            --as-of RUN|DATE writes the exports as they were after an earlier run (its number, or a UTC date: \
+            that day's last finished run) into a folder of their own, rebuilt from the snapshot's change log: \
+            the database, the CSV files, changes.csv, the feeds and OPML (not the artwork mirror, changesets \
+            or reports). Nothing of the live output is touched.
             """
     )
 
     @Argument(help: "The job file.", completion: .file(extensions: ["yml", "yaml"]))
     var job: String
+
+    @Option(name: .customLong("as-of"), help: "Write the exports as they were after this run: its number, or a UTC date (YYYY-MM-DD).")
+    var asOf: String?
+
+    @Option(help: "With --as-of: the folder to write them to (default: <output>/as-of/<run>).", completion: .directory)
+    var into: String?
 
     @OptionGroup var overrides: JobOverrideOptions
 
@@ -346,6 +357,15 @@ struct Export: AsyncParsableCommand {
             let signals = GracefulStop(job: spec, exitAtFirst: true)
             defer { withExtendedLifetime(signals) {} }
             let logger = Logger(label: "storesync")
+            if let asOf {
+                let written = try Reexport.asOf(job: spec, selector: asOf, into: into.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, logger: logger)
+                if !logging.quiet {
+                    for file in written.files where !file.withheld {
+                        print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes), as of run \(written.run)")
+                    }
+                }
+                return
+            }
             // A night that owes its exports (a fleet's, whose workers write none) ends here, as its run would have.
             if let report = try await Runner(job: spec, environment: Wiring.environment(for: spec, logger: logger)).exportOwedNight() {
                 if !logging.quiet { print(report.summaryText) } else if report.outcome != .ok { printError(report.summaryText) }

@@ -1,0 +1,60 @@
+import Catalog
+import Export
+import Foundation
+import Snapshot
+@testable import SyncEngine
+import Testing
+import TestSupport
+
+/// Issue 30, item 2: `storesync export --as-of` writes, for an earlier night,
+/// the consumer database and CSV files that night's export wrote, byte for
+/// byte, rebuilt from the snapshot's change log.
+@Suite struct AsOfExportTests {
+    @Test func fourteenNightsLaterEachNightsDatabaseAndCSVsComeBackByteForByte() async throws {
+        let soak = SoakTests()
+        defer { try? FileManager.default.removeItem(at: soak.directory) }
+        let job = try soak.demoJob()
+        let runner = Runner(job: job, logger: .quiet)
+        let output = URL(fileURLWithPath: job.outputDirectory)
+        let kept = soak.directory.appendingPathComponent("as-written")
+        var runs: [Int: Int64] = [:]
+        for night in 1...14 {
+            let report = try await runner.run(RunOptions(night: night))
+            #expect(report.outcome == .ok, "night \(night):\n\(report.summaryText)")
+            runs[night] = report.runID
+            guard [3, 7, 14].contains(night) else { continue }
+            let copy = kept.appendingPathComponent("\(night)")
+            try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+            for name in ["demo.sqlite", "csv", "changes.csv"] {
+                try FileManager.default.copyItem(at: output.appendingPathComponent(name), to: copy.appendingPathComponent(name))
+            }
+        }
+        for night in [3, 7, 14] {
+            let run = try #require(runs[night])
+            let into = soak.directory.appendingPathComponent("as-of-\(night)")
+            let written = try Reexport.asOf(job: job, selector: String(run), into: into.path, logger: .quiet)
+            #expect(written.run == run)
+            let expected = kept.appendingPathComponent("\(night)")
+            var files = ["demo.sqlite", "changes.csv"]
+            files += try FileManager.default.contentsOfDirectory(atPath: expected.appendingPathComponent("csv").path).sorted().map { "csv/\($0)" }
+            #expect(files.count > 10)
+            for file in files {
+                let was = try Data(contentsOf: expected.appendingPathComponent(file))
+                let now = try Data(contentsOf: into.appendingPathComponent(file))
+                // A Bool, not the two files: a failed expectation would print every byte of both.
+                let same = was == now
+                #expect(same, "night \(night): \(file) differs (\(was.count) bytes written that night, \(now.count) now)")
+            }
+            // Nothing of the live output was touched, and no changeset or push came of it.
+            #expect(!FileManager.default.fileExists(atPath: into.appendingPathComponent("changesets").path))
+        }
+        // A date picks that day's last finished run.
+        let last = try #require(runs[14])
+        let started = try #require(try SQLiteBackend().openReadOnly(job.storePath).run(last)?.startedAt)
+        let today = Reexport.utcDay(started)
+        let byDate = try Reexport.asOf(job: job, selector: today, into: soak.directory.appendingPathComponent("by-date").path, logger: .quiet)
+        #expect(byDate.run == runs[14])
+        #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: "999", into: nil, logger: .quiet) }
+        #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: "last tuesday", into: nil, logger: .quiet) }
+    }
+}
