@@ -9,6 +9,15 @@ package enum PathTemplate {
     /// The variables a template may use.
     package static let variables = ["genre", "country", "date", "job"]
 
+    /// `{date}`'s value for a run that began at `date`: its UTC day, `YYYY-MM-DD`.
+    package static func dateValue(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.string(from: date)
+    }
+
     /// Variables in `template`, e.g. `["genre"]`.
     package static func variables(in template: String) -> Set<String> {
         var found = Set<String>()

@@ -67,7 +67,7 @@ enum FeedExport {
         for (plain, distinct) in zip(all, names) {
             let group = mirroringArtwork(plain, context: context)
             var values = group.values
-            values["date"] = dateStamp(context.runDate)
+            values["date"] = PathTemplate.dateValue(context.runDate)
             values["job"] = context.jobName
             // Titles show the group's own values; file names and URLs the distinct ones.
             let nameValues = values.merging(distinct) { $1 }
@@ -143,14 +143,6 @@ enum FeedExport {
     /// Titles are text, not file names: values go in as they are.
     static func rawExpand(_ template: String, _ values: [String: String]) -> String {
         values.reduce(template) { $0.replacingOccurrences(of: "{\($1.key)}", with: $1.value) }
-    }
-
-    static func dateStamp(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd"
-        return formatter.string(from: date)
     }
 
     /// The feed's items, split into files by the template's `{genre}`/`{country}`;
@@ -633,7 +625,7 @@ enum FeedExport {
             (genre: genre, feeds: byGenre[genre]!.sorted { $0.name == $1.name ? $0.key < $1.key : $0.name < $1.name })
         }
         var files: [ExportedFile] = []
-        let values = ["date": dateStamp(context.runDate), "job": context.jobName]
+        let values = ["date": PathTemplate.dateValue(context.runDate), "job": context.jobName]
         if PathTemplate.variables(in: spec.path).contains("genre") {
             let names = distinctNames(groups.map { ["genre": $0.genre] }, template: spec.path, logger: context.logger)
             for (group, distinct) in zip(groups, names) {

@@ -70,7 +70,7 @@ package struct ExportContext: Sendable {
 
     /// Values for `{date}` and `{job}` in file-name templates.
     var templateValues: [String: String] {
-        ["date": FeedExport.dateStamp(runDate), "job": jobName]
+        ["date": PathTemplate.dateValue(runDate), "job": jobName]
     }
 }
 

@@ -51,7 +51,7 @@ package enum AsOfSnapshot {
     }
 
     /// One entity as the night left it.
-    private struct Row {
+    private struct EntityState {
         var rowid: Int64?
         var fields: String?
         var sources: String
@@ -62,7 +62,7 @@ package enum AsOfSnapshot {
     private static func rebuildEntities(_ db: Database, asOf run: Int64, summary: inout AsOfSummary) throws {
         // Every change after the night, by entity: what is undone (the night's churn since, not the catalogue).
         var steps: [EntityKey: [ChangeStep]] = [:]
-        let logged = try Row_.fetchCursor(db, sql: """
+        let logged = try Row.fetchCursor(db, sql: """
             SELECT entity, key, op, field, before, source, entity_rowid, entity_added_run FROM source.changes
             WHERE run_id > ? ORDER BY id
             """, arguments: [run])
@@ -74,8 +74,8 @@ package enum AsOfSnapshot {
             INSERT INTO main.entities (rowid, entity, key, fields, hash, sources, parts, added_run, changed_run)
             VALUES (?, ?, ?, ?, 0, ?, NULL, ?, ?)
             """)
-        var unknown: [(EntityKey, Row)] = []
-        func write(_ key: EntityKey, _ row: Row) throws {
+        var unknown: [(EntityKey, EntityState)] = []
+        func write(_ key: EntityKey, _ row: EntityState) throws {
             guard let fields = row.fields else { return }
             guard let rowid = row.rowid else {
                 unknown.append((key, row))
@@ -85,18 +85,18 @@ package enum AsOfSnapshot {
             try insert.execute(arguments: [rowid, key.entity, key.key, fields, row.sources, row.addedRun, changed])
             summary.entities += 1
         }
-        let current = try Row_.fetchCursor(db, sql: """
+        let current = try Row.fetchCursor(db, sql: """
             SELECT rowid, entity, key, fields, sources, added_run, changed_run FROM source.entities ORDER BY rowid
             """)
         while let stored = try current.next() {
             let key = EntityKey(entity: stored[1], key: stored[2])
-            var row = Row(rowid: stored[0], fields: stored[3], sources: stored[4], addedRun: stored[5], changedRun: stored[6])
+            var row = EntityState(rowid: stored[0], fields: stored[3], sources: stored[4], addedRun: stored[5], changedRun: stored[6])
             if let undo = steps.removeValue(forKey: key) { row = undone(row, by: undo) }
             try write(key, row)
         }
         // Entities gone since the night: their removal gives them back.
         for (key, undo) in steps.sorted(by: { ($0.key.entity, $0.key.key) < ($1.key.entity, $1.key.key) }) {
-            try write(key, undone(Row(rowid: nil, fields: nil, sources: "", addedRun: 0, changedRun: nil), by: undo))
+            try write(key, undone(EntityState(rowid: nil, fields: nil, sources: "", addedRun: 0, changedRun: nil), by: undo))
         }
         // Removed before removals kept their id: placed after every other.
         var next = (try Int64.fetchOne(db, sql: "SELECT max(rowid) FROM source.entities") ?? 0)
@@ -124,10 +124,8 @@ package enum AsOfSnapshot {
         var addedRun: Int64?
     }
 
-    private typealias Row_ = GRDB.Row
-
     /// `row` with `steps` (its changes after the night, oldest first) undone, newest first.
-    private static func undone(_ row: Row, by steps: [ChangeStep]) -> Row {
+    private static func undone(_ row: EntityState, by steps: [ChangeStep]) -> EntityState {
         var row = row
         var members: [String: JSONValue]?
         for step in steps.reversed() {

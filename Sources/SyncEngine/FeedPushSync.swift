@@ -15,7 +15,7 @@ import Snapshot
 /// (report.json `push`, the metrics, the summary) and never changes the
 /// night's exit code: the feed is published, and subscribers still poll it.
 enum FeedPushSync {
-    /// Tries per ping, waiting 1 s then 2 s between them; each bounded by the job's HTTP timeout.
+    /// Tries per ping (``Delivery``), waiting 1 s then 2 s between them; each bounded by the job's HTTP timeout.
     static let attempts = 3
 
     struct Ping: Sendable {
@@ -52,45 +52,32 @@ enum FeedPushSync {
         return figures
     }
 
-    /// Sends one ping, retrying what may pass on a second try; returns the error of the last try, nil when it got through.
+    /// Sends one ping (``Delivery``: retried unless refused); returns the last try's error, nil when it got through.
     static func send(_ ping: Ping, transport: any HTTPTransport, poster: any HTTPPoster, timeoutSeconds: Double,
                      clock: any CrawlClock) async -> String? {
-        var wait = 1.0
-        var failure: String?
-        for attempt in 1...attempts {
-            var retry = true
-            do {
-                let status: Int
-                switch ping.service {
-                case .websub:
-                    status = try await poster.post(ping.endpoint, headers: [
-                        ("Content-Type", "application/x-www-form-urlencoded"),
-                        ("User-Agent", "storesync/\(StoreSyncVersion.current)"),
-                    ], body: Array(form(["hub.mode": "publish", "hub.url": ping.topic]).utf8), timeoutSeconds: timeoutSeconds)
-                case .podping:
-                    var components = URLComponents(url: ping.endpoint, resolvingAgainstBaseURL: false)
-                    let given = components?.percentEncodedQueryItems ?? []
-                    components?.percentEncodedQueryItems = given
-                        + [URLQueryItem(name: "url", value: formEncoded(ping.topic)), URLQueryItem(name: "reason", value: "update"),
-                           URLQueryItem(name: "medium", value: "podcast")]
-                    guard let url = components?.url else { return "cannot add the feed's URL to \(ping.endpoint)" }
-                    var headers = ["User-Agent": "storesync/\(StoreSyncVersion.current)"]
-                    for header in ping.headers { headers[header.name] = header.value }
-                    status = try await transport.get(HTTPRequest(url: url, headers: headers), timeoutSeconds: timeoutSeconds).status
-                }
-                if (200..<300).contains(status) { return nil }
-                failure = "HTTP \(status)"
-                // A refusal (a bad token, a wrong path) stays a refusal.
-                retry = !(400..<500).contains(status) || status == 408 || status == 429
-            } catch {
-                // A server echoing a header into its error must not put the token in the log.
-                failure = Redactor(secrets: ping.headers.flatMap { [$0.value, $0.secret] })(error.description)
+        let request: () async throws -> Int
+        switch ping.service {
+        case .websub:
+            request = {
+                try await poster.post(ping.endpoint, headers: [
+                    ("Content-Type", "application/x-www-form-urlencoded"),
+                    ("User-Agent", "storesync/\(StoreSyncVersion.current)"),
+                ], body: Array(form(["hub.mode": "publish", "hub.url": ping.topic]).utf8), timeoutSeconds: timeoutSeconds)
             }
-            guard retry, attempt < attempts else { break }
-            try? await clock.sleep(seconds: wait)
-            wait *= 2
+        case .podping:
+            var components = URLComponents(url: ping.endpoint, resolvingAgainstBaseURL: false)
+            let given = components?.percentEncodedQueryItems ?? []
+            components?.percentEncodedQueryItems = given
+                + [URLQueryItem(name: "url", value: formEncoded(ping.topic)), URLQueryItem(name: "reason", value: "update"),
+                   URLQueryItem(name: "medium", value: "podcast")]
+            guard let url = components?.url else { return "cannot add the feed's URL to \(ping.endpoint)" }
+            var headers = ["User-Agent": "storesync/\(StoreSyncVersion.current)"]
+            for header in ping.headers { headers[header.name] = header.value }
+            request = { try await transport.get(HTTPRequest(url: url, headers: headers), timeoutSeconds: timeoutSeconds).status }
         }
-        return failure
+        let tried = await Delivery.attempt(attempts, backoffSeconds: 1, clock: clock, refusal: { "HTTP \($0)" }, request)
+        // A server echoing a header into its error must not put the token in the log.
+        return tried.error.map { Redactor(secrets: ping.headers.flatMap { [$0.value, $0.secret] })($0) }
     }
 
     /// `application/x-www-form-urlencoded` of `fields`, in key order.

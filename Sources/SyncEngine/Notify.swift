@@ -96,31 +96,46 @@ package enum Notifier {
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"),
                                                          ("User-Agent", "storesync/\(StoreSyncVersion.current)")]
         headers += spec.headers.map { ($0.name, $0.value) }
-        var outcome = NotifyOutcome(delivered: false, attempts: 0, status: nil, error: nil, target: spec.displayURL)
-        var wait = spec.backoffSeconds
-        for attempt in 1...max(1, spec.attempts) {
-            outcome.attempts = attempt
+        let tried = await Delivery.attempt(spec.attempts, backoffSeconds: spec.backoffSeconds, clock: clock,
+                                           refusal: { "the receiver answered HTTP \($0)" },
+                                           failed: { attempt, error in logger.debug("notify: attempt \(attempt) to \(spec.displayURL) failed: \(error)") }) {
+            try await poster.post(spec.url, headers: headers, body: body, timeoutSeconds: spec.timeoutSeconds)
+        }
+        return NotifyOutcome(delivered: tried.error == nil, attempts: tried.attempts, status: tried.status, error: tried.error,
+                             target: spec.displayURL)
+    }
+}
+
+/// One request sent until it gets through: what a webhook and a feed's
+/// push share. Up to `attempts` tries, the wait between them doubling from
+/// `backoffSeconds`; a 4xx answer other than 408 and 429 is a refusal (a bad
+/// token, a wrong path), which asking again only delays, so it is not retried.
+enum Delivery {
+    /// Runs `send` (which returns the HTTP status); returns the last status,
+    /// the last try's error (nil when a 2xx came back) and the tries made.
+    static func attempt(_ attempts: Int, backoffSeconds: Double, clock: any CrawlClock,
+                        refusal: (Int) -> String, failed: (Int, String) -> Void = { _, _ in },
+                        _ send: () async throws -> Int) async -> (status: Int?, error: String?, attempts: Int) {
+        var status: Int?
+        var error: String?
+        var wait = backoffSeconds
+        for attempt in 1...max(1, attempts) {
             var retry = true
             do {
-                let status = try await poster.post(spec.url, headers: headers, body: body, timeoutSeconds: spec.timeoutSeconds)
-                outcome.status = status
-                if (200..<300).contains(status) {
-                    outcome.delivered = true
-                    outcome.error = nil
-                    return outcome
-                }
-                outcome.error = "the receiver answered HTTP \(status)"
-                // A refusal (bad token, wrong path) stays a refusal: asking again only delays the report.
-                retry = !(400..<500).contains(status) || status == 408 || status == 429
-            } catch {
-                outcome.error = error.description
+                let answer = try await send()
+                status = answer
+                if (200..<300).contains(answer) { return (answer, nil, attempt) }
+                error = refusal(answer)
+                retry = !(400..<500).contains(answer) || answer == 408 || answer == 429
+            } catch let thrown {
+                error = "\(thrown)"
             }
-            logger.debug("notify: attempt \(attempt) to \(spec.displayURL) failed: \(outcome.error ?? "")")
-            guard retry, attempt < spec.attempts else { break }
+            failed(attempt, error ?? "")
+            guard retry, attempt < attempts else { return (status, error, attempt) }
             try? await clock.sleep(seconds: wait)
             wait *= 2
         }
-        return outcome
+        return (status, error, max(1, attempts))
     }
 }
 

@@ -9,16 +9,11 @@ import Snapshot
 public enum Reexport {
     public static func run(job: JobSpec, store backend: any StoreBackend = DefaultBackend(),
                            logger: Logger = Logger(label: "storesync")) throws(StoreSyncError) -> [ExportedFile] {
-        let lock = try backend.lock(job.storePath)
+        let (lock, store) = try openLocked(job: job, store: backend)
         defer { withExtendedLifetime(lock) {} }
-        guard try backend.exists(job.storePath) else {
-            throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
-        }
         // Left by an export or run that was killed while it wrote (their writers are gone).
         let stale = AtomicFile.removeStaleTemporaries(under: URL(fileURLWithPath: job.outputDirectory))
         if stale > 0 { logger.info("removed \(stale) temporary file(s) left by an interrupted export") }
-        let store = try backend.open(job.storePath)
-        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
         guard let run = try store.runs(limit: 50).first(where: { $0.status != .running }) else {
             throw .storage(path: job.storePath, reason: "no finished run to export: run `storesync run \(job.file)` first")
         }
@@ -49,6 +44,18 @@ public enum Reexport {
         if run.exportsPending { try store.markExported(run.id, message: run.message, status: nil) }
         OutputMarker(job: job).note(runID: run.id, logger: logger)
         return data + reports
+    }
+
+    /// The job's store, held under its run lock (the lock first: kept alive
+    /// as long as the caller keeps it), its entities built for this job's mappings.
+    static func openLocked(job: JobSpec, store backend: any StoreBackend) throws(StoreSyncError) -> (lock: any Sendable, store: any SnapshotStore) {
+        let lock = try backend.lock(job.storePath)
+        guard try backend.exists(job.storePath) else {
+            throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
+        }
+        let store = try backend.open(job.storePath)
+        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
+        return (lock, store)
     }
 
     /// What the feed lint found in `files`, as the lines a run reports:
@@ -92,12 +99,6 @@ extension Runner {
 }
 
 extension Reexport {
-    /// `date`'s UTC day, `YYYY-MM-DD`.
-    static func utcDay(_ date: Date) -> String {
-        let day = CivilDate.date(fromDays: Int((date.timeIntervalSince1970 / 86_400).rounded(.down)))
-        return String(format: "%04d-%02d-%02d", day.year, day.month, day.day)
-    }
-
     /// The exports `--as-of` writes: what a night's snapshot alone decides.
     /// Not the artwork mirror or enclosure checks (what they learnt that
     /// night is not kept), a changeset (it is between two published files),
@@ -116,13 +117,8 @@ extension Reexport {
     /// of the live output is touched: no file replaced, nothing pushed.
     public static func asOf(job: JobSpec, selector: String, into folder: String?, store backend: any StoreBackend = DefaultBackend(),
                             logger: Logger = Logger(label: "storesync")) throws(StoreSyncError) -> (run: Int64, files: [ExportedFile]) {
-        let lock = try backend.lock(job.storePath)
+        let (lock, store) = try openLocked(job: job, store: backend)
         defer { withExtendedLifetime(lock) {} }
-        guard try backend.exists(job.storePath) else {
-            throw .storage(path: job.storePath, reason: "no snapshot yet: run `storesync run \(job.file)` first")
-        }
-        let store = try backend.open(job.storePath)
-        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
         let runs = try store.runs(limit: Int(Int32.max)).filter { $0.status != .running }
         let run: RunRow
         if let id = Int64(selector) {
@@ -132,8 +128,8 @@ extension Reexport {
             }
             run = found
         } else if selector.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil {
-            // The day's last finished run (newest first).
-            guard let found = runs.first(where: { utcDay($0.startedAt) == selector }) else {
+            // The day's last finished run (newest first), the day as `{date}` names it.
+            guard let found = runs.first(where: { PathTemplate.dateValue($0.startedAt) == selector }) else {
                 throw StoreSyncError(.invalidArguments, "no finished run began on \(selector) (UTC) among those the snapshot keeps",
                                      remedy: "`storesync status \(job.file) --runs 100` lists them")
             }

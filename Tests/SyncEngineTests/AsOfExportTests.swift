@@ -51,7 +51,7 @@ import TestSupport
         // A date picks that day's last finished run.
         let last = try #require(runs[14])
         let started = try #require(try SQLiteBackend().openReadOnly(job.storePath).run(last)?.startedAt)
-        let today = Reexport.utcDay(started)
+        let today = PathTemplate.dateValue(started)
         let byDate = try Reexport.asOf(job: job, selector: today, into: soak.directory.appendingPathComponent("by-date").path, logger: .quiet)
         #expect(byDate.run == runs[14])
         #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: "999", into: nil, logger: .quiet) }
