@@ -34,6 +34,11 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
+        // gzip, for the feeds each night published (PublishedFeeds): no compression package is in the mirror.
+        .systemLibrary(
+            name: "CZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // Records, keys, canonical encoding, content hash, job model, errors.
         .target(name: "Catalog"),
         // HTTP transport, rate limiting, retries, paginators.
@@ -64,7 +69,7 @@ let package = Package(
         .target(
             name: "Export",
             // No GRDB: exports read the snapshot through its typed interface only.
-            dependencies: ["Catalog", "Snapshot", "CLibXML2"]
+            dependencies: ["Catalog", "Snapshot", "CLibXML2", "CZlib"]
         ),
         // The offline iTunes Store and marketplace.
         .target(

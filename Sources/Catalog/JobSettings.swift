@@ -189,6 +189,11 @@ public enum ExportSpec: Sendable, Equatable {
         default: false
         }
     }
+
+    /// An RSS/Atom feed export (not OPML, which lists feeds).
+    public var isFeed: Bool {
+        if case .feed = self { true } else { false }
+    }
 }
 
 /// `kind: changeset`: what turns the consumer database a `sqlite` export

@@ -49,6 +49,10 @@ package struct ExportContext: Sendable {
     /// snapshot store and its companions (`-wal`, `-shm`, `.lock`, …) when
     /// the store sits in the output folder.
     package var protectedPaths: Set<String> = []
+    /// The output folder is where the job publishes (a night, `storesync
+    /// export`), not a copy (`--as-of`): its feed files are kept as this
+    /// run's (``PublishedFeeds``).
+    package var keepsPublishedFeeds = false
 
     package init(store: any SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
         self.store = store
@@ -244,7 +248,27 @@ package enum SnapshotExporter {
         let swept = StaleFiles.sweep(specs, written: files, outputDirectory: context.outputDirectory, kept: Set(context.keep.keys), protected: protected)
         for path in swept.removed { logger.info("removed \(path): its group (a genre or country) is no longer in the feed") }
         for (path, reason) in swept.refused { logger.warning("not removed \(path): \(reason)") }
+        if context.keepsPublishedFeeds { try keepPublishedFeeds(specs, files: files, context: context, logger: logger) }
         return files
+    }
+
+    /// Keeps tonight's feed files as this run's, for `export --as-of` (the
+    /// run lets go of older nights with its retention).
+    private static func keepPublishedFeeds(_ specs: [ExportSpec], files: [ExportedFile], context: ExportContext,
+                                           logger: Logger) throws(StoreSyncError) {
+        let feeds = Set(specs.filter(\.isFeed).map(\.target))
+        guard !feeds.isEmpty else { return }
+        let published = PublishedFeeds(outputDirectory: context.outputDirectory)
+        do {
+            let recorded = try published.record(run: context.runID, files: files.filter { $0.template.map(feeds.contains) ?? false },
+                                                outputDirectory: context.outputDirectory)
+            logger.debug("kept run \(context.runID)'s \(recorded.files) feed files for --as-of: \(recorded.newBlobs) new contents, \(recorded.newBlobBytes) bytes gzip")
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .exportFailed(path: published.root.path, reason: "cannot keep tonight's feed files for --as-of: \(error)",
+                                remedy: "The feeds themselves were published; check the disk, then `storesync export` keeps them", cause: error)
+        }
     }
 
     /// `path` relative to the output folder, as reports and logs name files

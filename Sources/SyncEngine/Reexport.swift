@@ -26,6 +26,7 @@ public enum Reexport {
         context.keep = job.exportKeep
         context.protectedPaths = job.storeFiles
         context.artworkSize = job.artworkSize
+        context.keepsPublishedFeeds = true
         // Nothing is downloaded here: feeds point at the copies the last run left in the mirror.
         if let artwork = job.artworkExport {
             let urls = try SnapshotExporter.publishedArtworkURLs(job.exports, context: context)
@@ -156,7 +157,27 @@ extension Reexport {
         }
         var context = ExportContext(store: rebuilt, runID: run.id, jobName: job.name, runDate: run.startedAt, outputDirectory: output)
         context.artworkSize = job.artworkSize
-        let files = try SnapshotExporter.export(job.exports.filter(isReproducible), context: context, logger: logger)
+        var specs = job.exports.filter(isReproducible)
+        var files: [ExportedFile] = []
+        if specs.contains(where: \.isFeed) {
+            // Feeds as that night published them (PublishedFeeds says why they are kept, not rebuilt).
+            let kept: [ExportedFile]?
+            do {
+                kept = try PublishedFeeds(outputDirectory: job.outputDirectory).restore(run: run.id, into: output)
+            } catch {
+                let kept = PublishedFeeds(outputDirectory: job.outputDirectory)
+                throw .exportFailed(path: kept.root.path, reason: "cannot give back run \(run.id)'s feeds: \(error)",
+                                    remedy: "The live output was not touched. To have that night's feeds written from the rebuilt snapshot instead (the same items; dates, artwork links and archive pages may differ), remove \(kept.manifestURL(run.id).path)",
+                                    cause: error)
+            }
+            if let kept {
+                files += kept
+                specs.removeAll(where: \.isFeed)
+            } else {
+                logger.warning("run \(run.id)'s feed files were not kept (published before storesync kept them, by a night whose export failed, or the output folder's .storesync-published was removed): its feeds are written from the rebuilt snapshot: the same items, but their dates, artwork links and archive pages may differ from what was published")
+            }
+        }
+        files = try SnapshotExporter.export(specs, context: context, logger: logger) + files
         return (run.id, files)
     }
 }

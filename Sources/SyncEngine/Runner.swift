@@ -335,6 +335,7 @@ public struct Runner: Sendable {
             context.keep = job.exportKeep
             context.protectedPaths = job.storeFiles
             context.artworkSize = job.artworkSize
+            context.keepsPublishedFeeds = true
             context.recovered = Dictionary(phase.sources.map { ($0.name, $0.recovered) }, uniquingKeysWith: +)
             var exportError: StoreSyncError?
             // The mirror goes first: the feeds written next point at what it holds.
@@ -438,6 +439,7 @@ public struct Runner: Sendable {
                 warnings.append(RunProblem(code: RunProblem.retention, message: "retention: \(error.description)"))
             }
         }
+        if writeExports, outcome != .failed { letGoOfUnkeptFeeds(store: store) }
 
         var report = try report(of: run, phase, outcome: outcome, exports: exported, warnings: warnings, errors: errors,
                                 started: started, store: store)
@@ -447,6 +449,21 @@ public struct Runner: Sendable {
         report.push = pushFigures
         report.notices = try store.schemaChanges(runID: run.id).map(\.description) + lintNotices
         return report
+    }
+
+    /// The feeds kept for `--as-of` of nights the store no longer keeps
+    /// (retention pruned them) go with them; a failure costs space, not correctness.
+    func letGoOfUnkeptFeeds(store: any SnapshotStore) {
+        let kept = PublishedFeeds(outputDirectory: job.outputDirectory)
+        guard !kept.keptRuns().isEmpty else { return }
+        do {
+            let runs = Set(try store.runs(limit: Int(Int32.max)).map(\.id))
+            for run in try kept.prune(keeping: runs) {
+                logger.info("let go of run \(run)'s kept feed files: the store no longer keeps the run")
+            }
+        } catch {
+            logger.warning("cannot let go of the kept feed files of pruned runs under \(kept.root.path): \(error)")
+        }
     }
 
     /// What the earlier attempts of a resumed run spent. An attempt that ended

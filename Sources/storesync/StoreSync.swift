@@ -329,9 +329,10 @@ struct Export: AsyncParsableCommand {
             retention and the webhook; the exit code is the night's, as `run` gives it.
 
             --as-of RUN|DATE writes the exports as they were after an earlier run (its number, or a UTC date: \
-            that day's last finished run) into a folder of their own, rebuilt from the snapshot's change log: \
-            the database, the CSV files, changes.csv, the feeds and OPML (not the artwork mirror, changesets \
-            or reports). Nothing of the live output is touched.
+            that day's last finished run) into a folder of their own, byte for byte as that night wrote them: \
+            the database, the CSV files, changes.csv and OPML rebuilt from the snapshot's change log, the feeds \
+            as that night published them (kept, gzip, in <output>/.storesync-published); not the artwork \
+            mirror, changesets or reports. Nothing of the live output is touched.
             """
     )
 

@@ -7,10 +7,11 @@ import Testing
 import TestSupport
 
 /// Issue 30, item 2: `storesync export --as-of` writes, for an earlier night,
-/// the consumer database and CSV files that night's export wrote, byte for
-/// byte, rebuilt from the snapshot's change log.
+/// the consumer database, CSV files, feeds and OPML that night's export wrote,
+/// byte for byte: the data rebuilt from the snapshot's change log, the feeds
+/// as that night published them (PublishedFeeds).
 @Suite struct AsOfExportTests {
-    @Test func fourteenNightsLaterEachNightsDatabaseAndCSVsComeBackByteForByte() async throws {
+    @Test func fourteenNightsLaterEachNightsDatabaseCSVsAndFeedsComeBackByteForByte() async throws {
         let soak = SoakTests()
         defer { try? FileManager.default.removeItem(at: soak.directory) }
         let job = try soak.demoJob()
@@ -25,7 +26,7 @@ import TestSupport
             guard [3, 7, 14].contains(night) else { continue }
             let copy = kept.appendingPathComponent("\(night)")
             try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
-            for name in ["demo.sqlite", "csv", "changes.csv"] {
+            for name in ["demo.sqlite", "csv", "changes.csv", "feeds", "podcasts.opml"] {
                 try FileManager.default.copyItem(at: output.appendingPathComponent(name), to: copy.appendingPathComponent(name))
             }
         }
@@ -35,9 +36,11 @@ import TestSupport
             let written = try Reexport.asOf(job: job, selector: String(run), into: into.path, logger: .quiet)
             #expect(written.run == run)
             let expected = kept.appendingPathComponent("\(night)")
-            var files = ["demo.sqlite", "changes.csv"]
-            files += try FileManager.default.contentsOfDirectory(atPath: expected.appendingPathComponent("csv").path).sorted().map { "csv/\($0)" }
-            #expect(files.count > 10)
+            let files = ["demo.sqlite", "changes.csv", "podcasts.opml"] + Self.published(under: expected, in: "csv")
+                + Self.published(under: expected, in: "feeds")
+            #expect(files.filter { $0.hasPrefix("feeds/") }.count > 20)
+            // Nothing more than that night published (no archive index, no stray file).
+            #expect(Self.published(under: into, in: "feeds") == Self.published(under: expected, in: "feeds"))
             for file in files {
                 let was = try Data(contentsOf: expected.appendingPathComponent(file))
                 let now = try Data(contentsOf: into.appendingPathComponent(file))
@@ -56,5 +59,25 @@ import TestSupport
         #expect(byDate.run == runs[14])
         #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: "999", into: nil, logger: .quiet) }
         #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: "last tuesday", into: nil, logger: .quiet) }
+
+        // Without the kept files, the feeds are still written, from the rebuilt snapshot, and the log says how they differ.
+        try FileManager.default.removeItem(at: output.appendingPathComponent(PublishedFeeds.folderName))
+        let log = CapturedLog()
+        let rebuilt = try Reexport.asOf(job: job, selector: String(try #require(runs[7])), into: soak.directory.appendingPathComponent("rebuilt").path,
+                                        logger: log.logger)
+        #expect(rebuilt.files.contains { $0.path.hasSuffix("feeds/episodes.xml") })
+        #expect(log.text.contains("feed files were not kept"))
+    }
+
+    /// Files under `folder` of `root`, relative to `root`, hidden ones (storesync's own bookkeeping) left out.
+    static func published(under root: URL, in folder: String) -> [String] {
+        let base = root.appendingPathComponent(folder)
+        guard let walker = FileManager.default.enumerator(at: base, includingPropertiesForKeys: [.isRegularFileKey],
+                                                           options: [.skipsHiddenFiles]) else { return [] }
+        let prefix = base.standardizedFileURL.path + "/"
+        return walker.compactMap { item -> String? in
+            guard let url = item as? URL, (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { return nil }
+            return folder + "/" + url.standardizedFileURL.path.dropFirst(prefix.count)
+        }.sorted()
     }
 }

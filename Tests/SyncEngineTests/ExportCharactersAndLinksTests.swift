@@ -143,7 +143,8 @@ import TestSupport
         var checked = 0
         for case let url as URL in walker where !url.hasDirectoryPath {
             let data = try Data(contentsOf: url)
-            if url.pathExtension == "sqlite" { continue }
+            // The kept feeds are gzip copies of the feed files checked here.
+            if url.pathExtension == "sqlite" || url.path.contains("/\(PublishedFeeds.folderName)/") { continue }
             checked += 1
             #expect(forbidden(data).isEmpty, "\(url.lastPathComponent) holds a control character")
             let text = String(decoding: data, as: UTF8.self)

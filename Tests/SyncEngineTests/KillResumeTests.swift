@@ -1,5 +1,6 @@
 import CLibXML2
 import CSV
+import Export
 import Foundation
 import GRDB
 import Snapshot
@@ -641,7 +642,7 @@ private struct ExportChecker {
 
     mutating func problems(in directory: URL, expected: Set<String>) throws -> [String] {
         var problems: [String] = []
-        for file in files(in: directory) where !Self.isTemporary(file) {
+        for file in files(in: directory) where !Self.isTemporary(file) && !file.hasPrefix(PublishedFeeds.folderName + "/") {
             guard expected.contains(file) else {
                 problems.append("\(file): not an export, not a hidden temporary either")
                 continue
@@ -653,6 +654,18 @@ private struct ExportChecker {
             if checked[file] == identity { continue }
             if let problem = Self.problem(url) { problems.append("\(file): \(problem)") }
             checked[file] = identity
+        }
+        // The feeds kept for `--as-of`: every night kept is whole (a kill leaves at most a blob no night names yet).
+        let kept = PublishedFeeds(outputDirectory: directory.path)
+        for run in kept.keptRuns() {
+            guard let manifest = try? kept.manifest(run) else {
+                problems.append("\(PublishedFeeds.folderName)/runs/\(run).json: unreadable")
+                continue
+            }
+            for (path, entry) in manifest
+            where !FileManager.default.fileExists(atPath: kept.root.appendingPathComponent("blobs/\(entry.blob)").path) {
+                problems.append("\(PublishedFeeds.folderName): run \(run)'s \(path) names a missing blob \(entry.blob)")
+            }
         }
         return problems
     }

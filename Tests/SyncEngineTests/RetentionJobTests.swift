@@ -1,4 +1,5 @@
 import Catalog
+import Export
 import Foundation
 import Snapshot
 import SyncEngine
@@ -20,6 +21,7 @@ import TestSupport
               - {name: market, kind: marketplace, itemsPerPage: 100, removal: {afterMisses: 1, maxRatio: 0.5}}
             exports:
               - {kind: changes-csv, path: changes.csv}
+              - {kind: feed, feed: listings-new, rss: listings.xml, selfURL: "https://example.com/listings.xml"}
             """, file: "kept.yml", baseDirectory: directory.path, rules: .cli)
     }
 
@@ -72,7 +74,10 @@ import TestSupport
             }
         }
         let store = try SQLiteBackend().openReadOnly(job.storePath)
-        #expect(try store.runs(limit: 100).compactMap(\.night) == [5, 4])
+        let runs = try store.runs(limit: 100)
+        #expect(runs.compactMap(\.night) == [5, 4])
+        // The feeds kept for `--as-of` go with their runs.
+        #expect(PublishedFeeds(outputDirectory: job.outputDirectory).keptRuns() == runs.map(\.id).sorted())
         var nights = Set<Int64>()
         try store.forEachChange(runID: nil, order: .insertion) { nights.insert($0.runID) }
         #expect(nights.count <= 2)
