@@ -18,11 +18,12 @@ public struct FieldChange: Sendable, Equatable {
         return keys.compactMap { key in
             let a = old[key], b = new[key]
             if a == b { return nil }
-            return FieldChange(
-                field: key,
-                before: a.map { CanonicalJSON.string($0) },
-                after: b.map { CanonicalJSON.string($0) }
-            )
+            let before = a.map { CanonicalJSON.string($0) }, after = b.map { CanonicalJSON.string($0) }
+            // One value in two spellings is no change: the wire's `3100.0` and the
+            // `3100` the store's canonical text reads back as are one number, as
+            // the content hash (over the canonical encoding) already says.
+            if before == after { return nil }
+            return FieldChange(field: key, before: before, after: after)
         }
     }
 }

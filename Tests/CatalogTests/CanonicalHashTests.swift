@@ -67,4 +67,16 @@ import TestSupport
             FieldChange(field: "new", before: nil, after: "true"),
         ])
     }
+
+    /// The marketplace writes `3100.0`; the store reads its canonical `3100`
+    /// back as an integer. Found by a user-level run of the demo: every listing
+    /// whose name changed also logged its three prices as changed, to the same value.
+    @Test func oneNumberInTwoSpellingsIsNoChange() throws {
+        let stored = try #require(try JSONParser.parse(Array(#"{"price":3100,"list":[1,2],"name":"a"}"#.utf8)).objectValue)
+        let wire = try #require(try JSONParser.parse(Array(#"{"price":3100.0,"list":[1.0,2],"name":"b"}"#.utf8)).objectValue)
+        #expect(stored["price"] != wire["price"], "the two spellings parse apart, or this test tests nothing")
+        #expect(FieldChange.between(stored, wire) == [FieldChange(field: "name", before: #""a""#, after: #""b""#)])
+        #expect(FieldChange.between(["price": .int(3100)], ["price": .double(3100.5)])
+                == [FieldChange(field: "price", before: "3100", after: "3100.5")])
+    }
 }

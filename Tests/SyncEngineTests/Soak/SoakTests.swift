@@ -72,6 +72,14 @@ import TestSupport
 
             let store = try SQLiteBackend().openReadOnly(job.storePath)
             try compare(store: store, with: expected, night: night)
+            // Every change logged changes something: a field's value before is never its value after.
+            var phantoms: [String] = []
+            try store.forEachChange(runID: report.runID, order: .insertion) { change in
+                if change.op == "changed", change.before == change.after {
+                    phantoms.append("\(change.entity) \(change.key) \(change.field ?? "-"): \(change.before ?? "absent")")
+                }
+            }
+            #expect(phantoms.isEmpty, "night \(night): \(phantoms.count) changes that change nothing, e.g. \(phantoms.prefix(5))")
 
             let files = SoakExportChecks.xmlFiles(in: output)
             #expect(files.count >= 10, "night \(night): the demo's feeds and OPML were not all written")
