@@ -41,7 +41,7 @@ enum ExportDescriptions {
         "id": "the row's id (the primary key): the entity's id in the store, kept from night to night while it is stored",
         "key": "the entity's key (its id at the source), unique; what other tables link to",
         "extra": "the record's members no column holds, as a JSON object (NULL when none)",
-        "first_seen_run": "the run that first saw the entity (runs.id)",
+        "first_seen_run": "the run that added the entity (runs.id): the night it came back, if it was removed and returned; {table}_history keeps every earlier version",
         "first_seen": "when that run began (UTC; NULL once retention pruned the run)",
         "last_changed_run": "the last run that changed the entity's fields (runs.id)",
         "last_changed": "when that run began (UTC; NULL once retention pruned the run)",
