@@ -72,7 +72,7 @@ extension MachineOutput {
             guard case .object(let fields)? = try? JSONParser.parse(version.payload), case .string(let name)? = fields["name"] else { return nil }
             return name
         }
-        var lines = ["\(history.entity.rawValue) \(history.key)" + (name.map { " \"\($0)\"" } ?? "")]
+        var lines = ["\(history.entity.rawValue) \(history.key)" + (name.map { ": \($0)" } ?? "")]
         var held = history.firstSeenRun.map { "first seen \(at($0))" } ?? "removed"
         if let changed = history.lastChangedRun { held += ", last changed \(at(changed))" }
         lines.append("  \(held); \(history.versions.count) version\(history.versions.count == 1 ? "" : "s")")

@@ -59,6 +59,11 @@ public enum Reexport {
         return (lock, store)
     }
 
+    /// The lines a run's summary gives `files` (a folder of many, one line).
+    public static func summaryLines(_ files: [ExportedFile]) -> [String] {
+        RunReport.exportLines(files.filter { !$0.withheld })
+    }
+
     /// What the feed lint found in `files`, as the lines a run reports:
     /// broken requirements and withheld feeds (warnings), missed recommendations (notes).
     public static func lintLines(_ files: [ExportedFile], outputDirectory: String) -> (warnings: [String], notices: [String]) {
@@ -112,8 +117,8 @@ extension Reexport {
     }
 
     /// `storesync export JOB --as-of RUN|DATE`: writes the job's exports as
-    /// they were after run `selector` (a run's id, or a UTC date: that day's
-    /// last finished run) into `folder` (default `<output>/as-of/<run>`),
+    /// they were after run `selector` (a run's id, or a UTC date: the last
+    /// run that finished among those begun on or before that day) into `folder` (default `<output>/as-of/<run>`),
     /// from the snapshot rebuilt as of that run (``AsOfSnapshot``). Nothing
     /// of the live output is touched: no file replaced, nothing pushed.
     public static func asOf(job: JobSpec, selector: String, into folder: String?, store backend: any StoreBackend = DefaultBackend(),
@@ -128,10 +133,17 @@ extension Reexport {
                                      remedy: "`storesync status \(job.file) --runs 100` lists them")
             }
             run = found
-        } else if selector.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil {
-            // The day's last finished run (newest first), the day as `{date}` names it.
-            guard let found = runs.first(where: { PathTemplate.dateValue($0.startedAt) == selector }) else {
-                throw StoreSyncError(.invalidArguments, "no finished run began on \(selector) (UTC) among those the snapshot keeps",
+        } else if let match = selector.wholeMatch(of: /(\d{4})-(\d{2})-(\d{2})/) {
+            // A real day: 2026-13-45 is no date, and `{date}` never names it.
+            let (year, month, day) = (Int(match.1)!, Int(match.2)!, Int(match.3)!)
+            guard CivilDate.date(fromDays: CivilDate.days(year: year, month: month, day: day)) == (year, month, day) else {
+                throw StoreSyncError(.invalidArguments, "--as-of \(selector) is not a date of the calendar")
+            }
+            // As of a day: what the last finished run begun on it or before it left (newest first),
+            // the day as `{date}` names it (ISO dates compare as text).
+            guard let found = runs.first(where: { PathTemplate.dateValue($0.startedAt) <= selector }) else {
+                let oldest = runs.last.map { "; the oldest it keeps began on \(PathTemplate.dateValue($0.startedAt))" } ?? ""
+                throw StoreSyncError(.invalidArguments, "no finished run began on or before \(selector) (UTC) among those the snapshot keeps\(oldest)",
                                      remedy: "`storesync status \(job.file) --runs 100` lists them")
             }
             run = found

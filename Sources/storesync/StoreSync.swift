@@ -329,7 +329,7 @@ struct Export: AsyncParsableCommand {
             retention and the webhook; the exit code is the night's, as `run` gives it.
 
             --as-of RUN|DATE writes the exports as they were after an earlier run (its number, or a UTC date: \
-            that day's last finished run) into a folder of their own, byte for byte as that night wrote them: \
+            the last run begun on that day or before) into a folder of their own, byte for byte as that night wrote them: \
             the database, the CSV files, changes.csv and OPML rebuilt from the snapshot's change log, the feeds \
             as that night published them (kept, gzip, in <output>/.storesync-published); not the artwork \
             mirror, changesets or reports. Nothing of the live output is touched.
@@ -361,9 +361,8 @@ struct Export: AsyncParsableCommand {
             if let asOf {
                 let written = try Reexport.asOf(job: spec, selector: asOf, into: into.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, logger: logger)
                 if !logging.quiet {
-                    for file in written.files where !file.withheld {
-                        print("wrote \(file.path) (\(file.rows) rows, \(file.bytes) bytes), as of run \(written.run)")
-                    }
+                    print("as of run \(written.run):")
+                    for line in Reexport.summaryLines(written.files) { print(line) }
                 }
                 return
             }

@@ -57,6 +57,14 @@ import TestSupport
         let today = PathTemplate.dateValue(started)
         let byDate = try Reexport.asOf(job: job, selector: today, into: soak.directory.appendingPathComponent("by-date").path, logger: .quiet)
         #expect(byDate.run == runs[14])
+        // A later day: what the last run before it left. A day before the first run, or no day of the calendar: refused.
+        let tomorrow = PathTemplate.dateValue(started.addingTimeInterval(86_400))
+        #expect(try Reexport.asOf(job: job, selector: tomorrow, into: soak.directory.appendingPathComponent("later").path, logger: .quiet).run == runs[14])
+        let first = try #require(runs[1])
+        let firstStarted = try #require(try SQLiteBackend().openReadOnly(job.storePath).run(first)?.startedAt)
+        let before = PathTemplate.dateValue(firstStarted.addingTimeInterval(-86_400))
+        #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: before, into: nil, logger: .quiet) }
+        #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: "2026-02-30", into: nil, logger: .quiet) }
         #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: "999", into: nil, logger: .quiet) }
         #expect(throws: StoreSyncError.self) { try Reexport.asOf(job: job, selector: "last tuesday", into: nil, logger: .quiet) }
 
@@ -79,5 +87,42 @@ import TestSupport
             guard let url = item as? URL, (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { return nil }
             return folder + "/" + url.standardizedFileURL.path.dropFirst(prefix.count)
         }.sorted()
+    }
+}
+
+/// `storesync export --as-of` from the command line: what it prints and how it refuses.
+@Suite struct AsOfCommandTests {
+    @Test func itSaysWhichRunAndSumsUpFoldersAndRefusesWhatIsNoRunOrNoDate() async throws {
+        let job = try KillTestJob(label: "as-of-cli", binary: try StoresyncExecutable.locate(), yaml: """
+            name: asof
+            store: state/snapshot.sqlite
+            output: out
+            simulator: { seed: 5, podcasts: 200, products: 40, changed: 0.2 }
+            sources:
+              - {name: market, kind: marketplace, itemsPerPage: 20}
+              - {name: podcasts, kind: itunes-search, terms: [news, history, science, comedy], pageSize: 20}
+            exports:
+              - {kind: sqlite, path: db.sqlite}
+              - {kind: feed, feed: podcasts-updated, rss: "feeds/{genre}.xml", selfURL: "https://example.com/{genre}.xml"}
+            """)
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        func cli(_ arguments: [String]) async throws -> RunResult { try await CLIConventionsTests().cli(job, arguments) }
+        for night in 1...2 {
+            let run = try await cli(["run", job.jobPath, "--night", String(night), "-q", "--no-progress"])
+            try #require(run.termination == .exited(0), "\(run)")
+        }
+        let asOf = try await cli(["export", job.jobPath, "--as-of", "1"])
+        #expect(asOf.termination == .exited(0), "\(asOf)")
+        let lines = asOf.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "as of run 1:", "\(asOf.stdout)")
+        #expect(lines.contains { $0.hasPrefix("wrote ") && $0.contains("/as-of/1/db.sqlite (") }, "\(asOf.stdout)")
+        // The genre feeds: one line for their folder, not one per file.
+        #expect(lines.contains { $0.contains(" files in ") && $0.contains("/as-of/1/feeds/ (") }, "\(asOf.stdout)")
+        #expect(lines.count < 6, "\(asOf.stdout)")
+        for (selector, message) in [("2026-13-45", "is not a date of the calendar"), ("2001-01-01", "no finished run began on or before 2001-01-01"),
+                                    ("9", "run 9 is not among the finished runs"), ("yesterday", "takes a run's number or a UTC date")] {
+            let refused = try await cli(["export", job.jobPath, "--as-of", selector])
+            #expect(refused.termination == .exited(64) && refused.stderr.contains(message), "\(selector): \(refused)")
+        }
     }
 }
