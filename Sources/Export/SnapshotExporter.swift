@@ -53,6 +53,11 @@ package struct ExportContext: Sendable {
     /// export`), not a copy (`--as-of`): its feed files are kept as this
     /// run's (``PublishedFeeds``).
     package var keepsPublishedFeeds = false
+    /// Called once the feeds are written, before every other export: the
+    /// feed lint's verdict is part of the night's (a broken requirement makes
+    /// it partial), and the consumer database's `runs` table, written next,
+    /// must tell the night the exit code tells.
+    package var afterFeeds: (@Sendable ([ExportedFile]) throws -> Void)?
 
     package init(store: any SnapshotStore, runID: Int64, jobName: String, runDate: Date, outputDirectory: String) {
         self.store = store
@@ -151,8 +156,19 @@ package enum SnapshotExporter {
 
     private static func exportConfined(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
         var files: [ExportedFile] = []
-        for spec in specs {
+        // Feeds first (``ExportContext/afterFeeds``); the files are returned in the job's order all the same.
+        let order = specs.indices.filter { specs[$0].isFeed } + specs.indices.filter { !specs[$0].isFeed }
+        var written = Array(repeating: [ExportedFile](), count: specs.count)
+        var feedsDone = false
+        for index in order {
+            let spec = specs[index]
+            let start = files.count
+            defer { written[index] = Array(files[start...]) }
             do {
+                if !spec.isFeed, !feedsDone {
+                    feedsDone = true
+                    try context.afterFeeds?(files)
+                }
                 switch spec {
                 case .sqlite(let path, let historyDays, let history, let metadata):
                     let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
@@ -219,6 +235,12 @@ package enum SnapshotExporter {
                                     cause: error)
             }
         }
+        if !feedsDone {
+            do { try context.afterFeeds?(files) } catch let error as StoreSyncError { throw error } catch {
+                throw .exportFailed(path: context.outputDirectory, reason: "\(error)", cause: error)
+            }
+        }
+        files = written.flatMap { $0 }
         for file in files { logger.debug("exported \(file.path) (\(file.rows) rows, \(file.bytes) bytes)") }
         // `keep: N` prunes only after every export succeeded, like the sweep: a failed night removes nothing.
         let root = URL(fileURLWithPath: context.outputDirectory)

@@ -364,6 +364,15 @@ public struct Runner: Sendable {
                     exportError = exportError ?? error
                 }
             }
+            if outcome == .ok {
+                // A broken Apple requirement makes the night partial before the database's
+                // `runs` table is written, so the file tells what the exit code tells.
+                let (store, runID, outputDirectory) = (store, run.id, job.outputDirectory)
+                context.afterFeeds = { feeds in
+                    guard !Self.lintReport(feeds, outputDirectory: outputDirectory).warnings.isEmpty else { return }
+                    try store.lowerStatus(runID, to: .partial)
+                }
+            }
             do {
                 // Seconds of synchronous writing: on a thread of its own (awaitOffPool).
                 let (specs, context, logger) = (job.exports.filter { !$0.isReport }, context, logger)

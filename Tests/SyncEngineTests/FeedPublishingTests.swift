@@ -1,6 +1,7 @@
 import Catalog
 @testable import Export
 import Foundation
+import GRDB
 import Snapshot
 import SyncEngine
 import Testing
@@ -50,6 +51,7 @@ import TestSupport
                 title: "New {genre} podcasts"
                 selfURL: https://example.com/feeds/genres/{genre}.xml
               - { kind: csv, directory: csv }
+              - { kind: sqlite, path: publishing.sqlite }
               - { kind: run-report, path: report.json }
             """, file: "publishing.yml", baseDirectory: directory.path)
     }
@@ -147,6 +149,9 @@ import TestSupport
         // `storesync status` tells the same as the exit code.
         let store = try SQLiteBackend().open(broken.storePath)
         #expect(try store.run(report.runID)?.status == .partial)
+        // So does the consumer database's `runs` table, though it is written before the reports.
+        let consumer = try DatabaseQueue(path: directory.appendingPathComponent("out/publishing.sqlite").path)
+        #expect(try await consumer.read { try String.fetchOne($0, sql: "SELECT status FROM runs WHERE id = ?", arguments: [report.runID]) } == "partial")
         let reportJSON = try JSONParser.parse(Array(try Data(contentsOf: directory.appendingPathComponent("out/report.json"))))
         #expect(reportJSON["feedLint"]?.arrayValue?.contains { $0["rule"]?.stringValue == "channel-image" } == true)
     }
