@@ -26,7 +26,7 @@ import TestSupport
             guard [3, 7, 14].contains(night) else { continue }
             let copy = kept.appendingPathComponent("\(night)")
             try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
-            for name in ["demo.sqlite", "csv", "changes.csv", "feeds", "podcasts.opml"] {
+            for name in ["demo.sqlite", "metadata.json", "csv", "changes.csv", "feeds", "podcasts.opml"] {
                 try FileManager.default.copyItem(at: output.appendingPathComponent(name), to: copy.appendingPathComponent(name))
             }
         }
@@ -36,7 +36,7 @@ import TestSupport
             let written = try Reexport.asOf(job: job, selector: String(run), into: into.path, logger: .quiet)
             #expect(written.run == run)
             let expected = kept.appendingPathComponent("\(night)")
-            let files = ["demo.sqlite", "changes.csv", "podcasts.opml"] + Self.published(under: expected, in: "csv")
+            let files = ["demo.sqlite", "metadata.json", "changes.csv", "podcasts.opml"] + Self.published(under: expected, in: "csv")
                 + Self.published(under: expected, in: "feeds")
             #expect(files.filter { $0.hasPrefix("feeds/") }.count > 20)
             // Nothing more than that night published (no archive index, no stray file).

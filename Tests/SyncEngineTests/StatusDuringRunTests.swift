@@ -7,15 +7,16 @@ import TestSupport
 /// are KillResumeTests'): status asks whether the lock is held without taking
 /// it, and reads the store without writing to it.
 @Suite struct StatusDuringRunTests {
-    /// Every simulator answer is held 1–2 s (`latency:2000`) and the list
-    /// has 10 pages crawled one after another, so from the moment the run has
-    /// its run row, 10–20 s of held answers stand between it and its end: far
-    /// longer than `status` takes even on a machine loaded by the whole suite.
+    /// Every simulator answer is held 1.5–3 s (`latency:3000`) and the list
+    /// has 15 pages crawled one after another, so from the moment the run has
+    /// its run row, 22–45 s of held answers stand between it and its end:
+    /// longer than `status` takes even on a 2-core machine running two whole
+    /// suites at once (10–20 s was not: status outlived the run there).
     static let yaml = """
         name: statustest
         store: store/snapshot.sqlite
         output: out
-        simulator: { seed: 7, podcasts: 10, products: 200, faults: ["latency:2000"] }
+        simulator: { seed: 7, podcasts: 10, products: 300, faults: ["latency:3000"] }
         sources:
           - name: market
             kind: marketplace
@@ -25,7 +26,7 @@ import TestSupport
           - { kind: csv, directory: csv }
         """
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(3)))
     func statusDuringARunReportsItWithoutDisturbingItOrWriting() async throws {
         let job = try KillTestJob(label: "status-during-run", binary: try StoresyncExecutable.locate(), yaml: Self.yaml)
         let logs = job.directory.appendingPathComponent("logs")
