@@ -155,92 +155,22 @@ package enum SnapshotExporter {
     }
 
     private static func exportConfined(_ specs: [ExportSpec], context: ExportContext, logger: Logger) throws(StoreSyncError) -> [ExportedFile] {
-        var files: [ExportedFile] = []
         // Feeds first (``ExportContext/afterFeeds``); the files are returned in the job's order all the same.
-        let order = specs.indices.filter { specs[$0].isFeed } + specs.indices.filter { !specs[$0].isFeed }
         var written = Array(repeating: [ExportedFile](), count: specs.count)
-        var feedsDone = false
-        for index in order {
-            let spec = specs[index]
-            let start = files.count
-            defer { written[index] = Array(files[start...]) }
-            do {
-                if !spec.isFeed, !feedsDone {
-                    feedsDone = true
-                    try context.afterFeeds?(files)
-                }
-                switch spec {
-                case .sqlite(let path, let historyDays, let history, let metadata):
-                    let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
-                    let changeset = specs.lazy.compactMap { spec -> ChangesetExportSpec? in
-                        if case .changeset(let changeset) = spec, changeset.database == path { changeset } else { nil }
-                    }.first
-                    let written = try SQLiteExport.write(to: url, historyDays: historyDays, history: history, changeset: changeset,
-                                                         context: context)
-                    var file = written.database
-                    file.template = path
-                    files.append(file)
-                    if var changesetFile = written.changeset, let changeset {
-                        changesetFile.template = changeset.directory
-                        files.append(changesetFile)
-                    }
-                    if let metadata {
-                        let described = try PathTemplate.resolve(metadata, values: context.templateValues, inside: context.outputDirectory)
-                        var file = try DatasetteMetadata.write(to: described, database: url, history: history, context: context)
-                        file.template = metadata
-                        files.append(file)
-                    }
-                case .csvTables(let directory, let options):
-                    let url = try PathTemplate.resolve(directory, values: context.templateValues, inside: context.outputDirectory)
-                    files += try CSVExport.writeTables(directory: url, options: options, context: context)
-                case .csvChanges(let path, let options):
-                    let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
-                    var file = try CSVExport.writeChanges(to: url, options: options, context: context)
-                    file.template = path
-                    files.append(file)
-                case .feed(let feed):
-                    files += try FeedExport.write(feed, context: context).map { file in
-                        var file = file
-                        file.template = spec.target
-                        return file
-                    }
-                case .opml(let opml):
-                    files += try FeedExport.writeOPML(opml, context: context).map { file in
-                        var file = file
-                        file.template = spec.target
-                        return file
-                    }
-                case .runReport(let path):
-                    let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
-                    var file = try RunReportExport.writeJSON(to: url, context: context)
-                    file.template = path
-                    files.append(file)
-                case .metrics(let path):
-                    let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
-                    files.append(try RunReportExport.writeMetrics(to: url, context: context))
-                case .changeset:
-                    // Written with its database (above), the one moment both versions exist.
-                    break
-                case .artwork:
-                    // Downloading needs the crawler's Fetcher, which Export does not see: the
-                    // run fills the mirror before these exports (ArtworkMirrorSync in SyncEngine)
-                    // and hands the feeds `context.mirroredArtwork`.
-                    break
-                }
-            } catch let error as StoreSyncError {
-                throw error
-            } catch {
-                throw .exportFailed(path: context.url(PathTemplate.expand(spec.target, context.templateValues)).path, reason: "\(error)",
-                                    remedy: "The previous file was left intact; the next run (or `storesync export`) writes it again",
-                                    cause: error)
-            }
+        for index in specs.indices where specs[index].isFeed {
+            written[index] = try exportOne(specs[index], among: specs, context: context)
         }
-        if !feedsDone {
-            do { try context.afterFeeds?(files) } catch let error as StoreSyncError { throw error } catch {
-                throw .exportFailed(path: context.outputDirectory, reason: "\(error)", cause: error)
-            }
+        do {
+            try context.afterFeeds?(written.flatMap { $0 })
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .exportFailed(path: context.outputDirectory, reason: "\(error)", cause: error)
         }
-        files = written.flatMap { $0 }
+        for index in specs.indices where !specs[index].isFeed {
+            written[index] = try exportOne(specs[index], among: specs, context: context)
+        }
+        let files = written.flatMap { $0 }
         for file in files { logger.debug("exported \(file.path) (\(file.rows) rows, \(file.bytes) bytes)") }
         // `keep: N` prunes only after every export succeeded, like the sweep: a failed night removes nothing.
         let root = URL(fileURLWithPath: context.outputDirectory)
@@ -271,6 +201,79 @@ package enum SnapshotExporter {
         for path in swept.removed { logger.info("removed \(path): its group (a genre or country) is no longer in the feed") }
         for (path, reason) in swept.refused { logger.warning("not removed \(path): \(reason)") }
         if context.keepsPublishedFeeds { try keepPublishedFeeds(specs, files: files, context: context, logger: logger) }
+        return files
+    }
+
+    /// Writes one export (a `sqlite` one with its changeset and metadata);
+    /// `specs` are the job's, for the changeset that goes with a database.
+    private static func exportOne(_ spec: ExportSpec, among specs: [ExportSpec], context: ExportContext) throws(StoreSyncError) -> [ExportedFile] {
+        var files: [ExportedFile] = []
+        do {
+            switch spec {
+            case .sqlite(let path, let historyDays, let history, let metadata):
+                let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
+                let changeset = specs.lazy.compactMap { spec -> ChangesetExportSpec? in
+                    if case .changeset(let changeset) = spec, changeset.database == path { changeset } else { nil }
+                }.first
+                let written = try SQLiteExport.write(to: url, historyDays: historyDays, history: history, changeset: changeset,
+                                                     context: context)
+                var file = written.database
+                file.template = path
+                files.append(file)
+                if var changesetFile = written.changeset, let changeset {
+                    changesetFile.template = changeset.directory
+                    files.append(changesetFile)
+                }
+                if let metadata {
+                    let described = try PathTemplate.resolve(metadata, values: context.templateValues, inside: context.outputDirectory)
+                    var file = try DatasetteMetadata.write(to: described, database: url, history: history, context: context)
+                    file.template = metadata
+                    files.append(file)
+                }
+            case .csvTables(let directory, let options):
+                let url = try PathTemplate.resolve(directory, values: context.templateValues, inside: context.outputDirectory)
+                files += try CSVExport.writeTables(directory: url, options: options, context: context)
+            case .csvChanges(let path, let options):
+                let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
+                var file = try CSVExport.writeChanges(to: url, options: options, context: context)
+                file.template = path
+                files.append(file)
+            case .feed(let feed):
+                files += try FeedExport.write(feed, context: context).map { file in
+                    var file = file
+                    file.template = spec.target
+                    return file
+                }
+            case .opml(let opml):
+                files += try FeedExport.writeOPML(opml, context: context).map { file in
+                    var file = file
+                    file.template = spec.target
+                    return file
+                }
+            case .runReport(let path):
+                let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
+                var file = try RunReportExport.writeJSON(to: url, context: context)
+                file.template = path
+                files.append(file)
+            case .metrics(let path):
+                let url = try PathTemplate.resolve(path, values: context.templateValues, inside: context.outputDirectory)
+                files.append(try RunReportExport.writeMetrics(to: url, context: context))
+            case .changeset:
+                // Written with its database (above), the one moment both versions exist.
+                break
+            case .artwork:
+                // Downloading needs the crawler's Fetcher, which Export does not see: the
+                // run fills the mirror before these exports (ArtworkMirrorSync in SyncEngine)
+                // and hands the feeds `context.mirroredArtwork`.
+                break
+            }
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
+            throw .exportFailed(path: context.url(PathTemplate.expand(spec.target, context.templateValues)).path, reason: "\(error)",
+                                remedy: "The previous file was left intact; the next run (or `storesync export`) writes it again",
+                                cause: error)
+        }
         return files
     }
 

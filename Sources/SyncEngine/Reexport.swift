@@ -173,13 +173,13 @@ extension Reexport {
         var files: [ExportedFile] = []
         if specs.contains(where: \.isFeed) {
             // Feeds as that night published them (PublishedFeeds says why they are kept, not rebuilt).
+            let published = PublishedFeeds(outputDirectory: job.outputDirectory)
             let kept: [ExportedFile]?
             do {
-                kept = try PublishedFeeds(outputDirectory: job.outputDirectory).restore(run: run.id, into: output)
+                kept = try published.restore(run: run.id, into: output)
             } catch {
-                let kept = PublishedFeeds(outputDirectory: job.outputDirectory)
-                throw .exportFailed(path: kept.root.path, reason: "cannot give back run \(run.id)'s feeds: \(error)",
-                                    remedy: "The live output was not touched. To have that night's feeds written from the rebuilt snapshot instead (the same items; dates, artwork links and archive pages may differ), remove \(kept.manifestURL(run.id).path)",
+                throw .exportFailed(path: published.root.path, reason: "cannot give back run \(run.id)'s feeds: \(error)",
+                                    remedy: "The live output was not touched. To have that night's feeds written from the rebuilt snapshot instead (the same items; dates, artwork links and archive pages may differ), remove \(published.manifestURL(run.id).path)",
                                     cause: error)
             }
             if let kept {

@@ -402,10 +402,9 @@ public struct Runner: Sendable {
             pushFigures = await pushChangedFeeds(exported, run: run)
             context.pushFigures = pushFigures
             if !lint.warnings.isEmpty, outcome == .ok {
+                // The store says so already (`afterFeeds`, before the database and the reports).
                 outcome = .partial
                 lintLowered = true
-                // Before the reports: they tell the night as the exit code does.
-                try store.lowerStatus(run.id, to: outcome)
             }
             // Reports describe the run as it ended, exports included.
             var totals = phase.totals

@@ -20,6 +20,15 @@ import TestSupport
         sources:
           - {name: songs, kind: itunes-search, media: music, entity: song, terms: [love, night], pageSize: 50}
         exports:
+        \(musicFeed(limit: 40, check: check))
+          - {kind: run-report, path: report.json}
+        """
+    }
+
+    /// The songs' feed, as a podcast app subscribes to it: an export of a
+    /// job's `exports:` list (also FleetFeatureTests').
+    static func musicFeed(limit: Int, check: Bool) -> String {
+        """
           - kind: feed
             feed: music-new
             rss: feeds/music.xml
@@ -29,9 +38,8 @@ import TestSupport
             owner: {name: Me, email: me@example.com}
             copyright: © Me
             categories: [Music]
-            limit: 40
+            limit: \(limit)
             checkEnclosures: \(check)
-          - {kind: run-report, path: report.json}
         """
     }
 

@@ -30,17 +30,7 @@ struct FleetFeatureTests {
         exports:
           - {kind: sqlite, path: "db/{date}.sqlite", keep: 2}
           - {kind: changes-csv, path: "changes-{date}.csv", keep: 2}
-          - kind: feed
-            feed: music-new
-            rss: feeds/music.xml
-            title: New songs
-            selfURL: https://example.com/feeds/music.xml
-            image: https://example.com/cover-3000x3000.jpg
-            owner: {name: Me, email: me@example.com}
-            copyright: © Me
-            categories: [Music]
-            limit: 20
-            checkEnclosures: true
+        \(EnclosureCheckTests.musicFeed(limit: 20, check: true))
           - {kind: feed, feed: podcasts-new, rss: "feeds/genres/{genre}.xml", selfURL: "https://example.com/{genre}.xml"}
           - {kind: feed, feed: changes, rss: feeds/changes.xml, selfURL: "https://example.com/changes.xml"}
           - {kind: run-report, path: report.json}
