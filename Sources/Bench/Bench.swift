@@ -29,7 +29,7 @@ package struct Benchmark: Sendable {
 
         package init(records: Int, repetitions: Int, workDirectory: String, peersDirectory: String, executable: String,
                     tasks: Set<String> = [], exportStoreSize: Int = 200_000, demoJob: String = "jobs/demo.yml",
-                    fleetWorkers: [Int] = [1, 2, 4], clientRequestsPerMinute: Double = 600) {
+                    fleetWorkers: [Int] = [1, 2, 4, 8], clientRequestsPerMinute: Double = 600) {
             self.records = records
             self.repetitions = repetitions
             self.workDirectory = workDirectory

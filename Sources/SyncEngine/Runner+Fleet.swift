@@ -79,9 +79,24 @@ struct FleetDealer: Sendable {
         let stopped = Shared<SourceCrawler.Result?>(nil)
         let problems = Shared<[RunProblem]>([])
         let sourceName = source.name
+        // A source's own scopes are applied as they are crawled (FleetApplier); follow-ups by its closing step.
+        let applier = phase == .scopes ? FleetApplier(dealer: self, source: sourceName, scopes: ids, stop: stop) : nil
+        let crawling = Shared(max(1, loops))
         await withTaskGroup(of: Void.self) { group in
+            if let applier { group.addTask { await applier.run() } }
             for _ in 0..<max(1, loops) {
                 group.addTask {
+                    defer {
+                        let last = crawling.withLock { count -> Bool in
+                            count -= 1
+                            return count == 0
+                        }
+                        if last {
+                            let early = stopped.withLock { $0 != nil } || stop?.isRequested == true || store.lostClaim
+                                || !problems.withLock { $0.isEmpty }
+                            applier?.crawlEnded(early: early)
+                        }
+                    }
                     while stopped.withLock({ $0 == nil ? true : false }), stop?.isRequested != true, !store.lostClaim {
                         let answer: ClaimAnswer
                         do throws(StoreSyncError) {
@@ -115,6 +130,7 @@ struct FleetDealer: Sendable {
                                 problems.withLock { $0.append(RunProblem(error, source: sourceName)) }
                                 return
                             }
+                            applier?.scopeFinished()
                         }
                     }
                 }
@@ -149,7 +165,7 @@ struct FleetDealer: Sendable {
             case .allDone:
                 return false
             case .wait(let seconds):
-                try? await Task.sleep(for: .seconds(min(max(seconds, 0.05), 1)))
+                try? await Task.sleep(for: .seconds(min(max(seconds, 0.05), 0.25)))
             case .claimed(let claim):
                 store.hold(claim, runID: run.id, leaseSeconds: worker.leaseSeconds, worker: worker.name)
                 _ = held.withLock { $0.insert(claim) }

@@ -13,7 +13,7 @@ struct BenchCommand: AsyncParsableCommand {
             loopback HTTP (100 records a page, the most the marketplace serves), and every export of the demo job over a store of 200k products \
             and 200k podcasts (20k with --quick; --export-store N), and (task fleet, with PostgreSQL installed) one night of a \
             search job crawled from a simulator that limits each client to 600 requests a minute, by one SQLite process and \
-            by 1, 2 and 4 workers on a throwaway PostgreSQL, then again with no limit. Prints medians, records/s, peak RSS \
+            by 1, 2, 4 and 8 workers on a throwaway PostgreSQL, then again with no limit. Prints medians, records/s, peak RSS \
             and each tool's time relative to storesync, then each performance target as met or missed (most are a ratio \
             to a peer in the same run). --scale 100k 1M 10M runs the whole benchmark at each size and prints how each \
             task's time and memory grew; it refuses at once a size the work folder's disk cannot hold. Build with -c \
@@ -50,7 +50,7 @@ struct BenchCommand: AsyncParsableCommand {
     var demoJob = "jobs/demo.yml"
 
     @Option(parsing: .upToNextOption, help: "The fleet task's numbers of workers, each measured.")
-    var fleetWorkers: [Int] = [1, 2, 4]
+    var fleetWorkers: [Int] = [1, 2, 4, 8]
 
     @Option(help: "The fleet task simulator's limit per client, requests a minute (the iTunes Store's is about 20).")
     var clientRequestsPerMinute: Double = 600

@@ -21,26 +21,28 @@ import Testing
         let rows = [
             row(Self.limited, "storesync", 50),
             row(Self.limited, Benchmark.fleetTool(workers: 1), 50),
-            // 1.25/2 of 50 s is 31.25 s, 1.25/4 is 15.625 s.
+            // 1.25/2 of 50 s is 31.25 s; 0.30 of it 15 s; 0.16 of it 8 s.
             row(Self.limited, Benchmark.fleetTool(workers: 2), 31.25),
-            row(Self.limited, Benchmark.fleetTool(workers: 4), 15.7),
+            row(Self.limited, Benchmark.fleetTool(workers: 4), 15.1),
+            row(Self.limited, Benchmark.fleetTool(workers: 8), 8),
         ]
         let verdicts = targets(rows)
-        #expect(verdicts["\(Self.limited): 2 workers ≤ 1.25/2 of 1 worker's time"] == true)
-        #expect(verdicts["\(Self.limited): 4 workers ≤ 1.25/4 of 1 worker's time"] == false)
+        #expect(verdicts["\(Self.limited): 2 workers ≤ 0.62× 1 worker's time"] == true)
+        #expect(verdicts["\(Self.limited): 4 workers ≤ 0.30× 1 worker's time"] == false)
+        #expect(verdicts["\(Self.limited): 8 workers ≤ 0.16× 1 worker's time"] == true)
         // The SQLite process is beside the workers, not one of them.
-        #expect(verdicts.count == 2)
+        #expect(verdicts.count == 3)
         #expect(Benchmark.targetVerdicts(rows).contains("missed \(Self.limited): 4 workers"))
     }
 
     @Test func postgresCostPerPageIsAgainstSQLitesWithNoLimit() {
-        // Per page: 10 s / 500 = 20 ms against 5 s / 500 = 10 ms: exactly 2×, met.
-        let met = [row(Self.open, "storesync", 5, pages: 500), row(Self.open, Benchmark.fleetTool(workers: 1), 10, pages: 500)]
-        #expect(targets(met) == ["fleet, no limit: PostgreSQL's time per page ≤ 2× SQLite's": true])
+        // Per page: 6.4 s / 500 = 12.8 ms against 5 s / 500 = 10 ms: 1.28×, met.
+        let met = [row(Self.open, "storesync", 5, pages: 500), row(Self.open, Benchmark.fleetTool(workers: 1), 6.4, pages: 500)]
+        #expect(targets(met) == ["fleet, no limit: PostgreSQL's time per page ≤ 1.3× SQLite's": true])
         // The same time over fewer pages is a higher cost per page: missed.
-        let missed = [row(Self.open, "storesync", 5, pages: 500), row(Self.open, Benchmark.fleetTool(workers: 1), 10, pages: 400)]
-        #expect(targets(missed) == ["fleet, no limit: PostgreSQL's time per page ≤ 2× SQLite's": false])
-        #expect(Benchmark.targets(missed).first { $0.what.hasPrefix("fleet") }?.detail == "25.0 ms vs 10.0 ms a page = 2.50×")
+        let missed = [row(Self.open, "storesync", 5, pages: 500), row(Self.open, Benchmark.fleetTool(workers: 1), 6.6, pages: 400)]
+        #expect(targets(missed) == ["fleet, no limit: PostgreSQL's time per page ≤ 1.3× SQLite's": false])
+        #expect(Benchmark.targets(missed).first { $0.what.hasPrefix("fleet") }?.detail == "16.5 ms vs 10.0 ms a page = 1.65×")
     }
 
     @Test func noVerdictWithoutOneWorkersRun() {

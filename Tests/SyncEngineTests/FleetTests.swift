@@ -280,6 +280,63 @@ struct FleetTests {
         #expect(scopeOfB.count == 2)
     }
 
+    /// A worker's crawl and the apply of its staged pages overlap (issue 27,
+    /// item 5): the first scopes of a source are in the snapshot while later
+    /// ones are still being crawled, and the night is still row for row the
+    /// night one process writes. One worker crawling one scope at a time makes
+    /// the order plain: before the overlap, nothing reached the snapshot until
+    /// every scope was crawled.
+    @Test func scopesAreAppliedWhileLaterOnesAreCrawled() async throws {
+        let directory = TestPaths.temporaryDirectory("fleet-overlap")
+        func job(_ name: String, store: String) throws -> JobSpec {
+            let folder = directory.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let path = folder.appendingPathComponent("job.yml").path
+            try """
+                name: overlap
+                store: \(store)
+                output: out
+                simulator: { seed: 11, podcasts: 300, changed: 0.1, added: 0.03, removed: 0.03, faults: ["latency:30"] }
+                http: { concurrency: 1 }
+                sources:
+                  - name: podcasts
+                    kind: itunes-search
+                    terms: [news, history, science, comedy, music, sports]
+                    countries: [us, gb]
+                    pageSize: 10
+                    removal: { afterMisses: 1, maxRatio: 0.5 }
+                exports:
+                  - { kind: sqlite, path: overlap.sqlite }
+                """.write(toFile: path, atomically: true, encoding: .utf8)
+            return try JobLoader.load(path: path, rules: .cli)
+        }
+        let single = try job("single", store: "store/snapshot.sqlite")
+        let url = try await TemporaryPostgres.shared().createDatabase()
+        let fleet = try job("fleet", store: url)
+        for night in 1...2 {
+            let reference = try await Runner(job: single, environment: Self.environment(single)).run()
+            #expect(reference.outcome == .ok, "\(reference.summaryText)")
+            let worker = Task {
+                var options = RunOptions()
+                options.worker = WorkerOptions(fleet: "overlap-\(night)", name: "w1", leaseSeconds: 30)
+                return try await Runner(job: fleet, environment: Self.environment(fleet)).run(options)
+            }
+            // One statement, one snapshot: pages of this night in the snapshot while a scope is still crawling.
+            try await StoreComparison.waitUntil("a scope applied while another is crawled (night \(night))", url: url) { psql in
+                try psql("""
+                    SELECT (SELECT count(*) FROM run_pages WHERE run_id = (SELECT max(run_id) FROM fleet_runs)) > 0
+                        AND (SELECT count(*) FROM scope_claims WHERE run_id = (SELECT max(run_id) FROM fleet_runs)
+                             AND phase = 'scopes' AND done) < 12
+                    """) == "t"
+            }
+            let report = try await worker.value
+            #expect(report.outcome == reference.outcome && report.runID == reference.runID, "\(report.summaryText)")
+            #expect(try StoreComparison.psql(url, "SELECT count(*) FROM fleet_pages") == "0")
+            _ = try await Runner(job: fleet, environment: Self.environment(fleet)).exportOwedNight()
+            try StoreComparison.expectSameStore(url, single.storePath, directory: directory, label: "night \(night)")
+        }
+    }
+
     /// Worker processes: one is killed (SIGKILL) mid-scope, another paused
     /// (SIGSTOP) past its lease; the others take their scopes over and resume
     /// from the last staged page. The zombie, resumed (SIGCONT), commits

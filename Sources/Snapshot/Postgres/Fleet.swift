@@ -233,6 +233,32 @@ extension SQLSnapshotStore {
         }
     }
 
+    /// The scopes of `phase` some worker finished (crawled, their pages staged):
+    /// what a source's applier may apply, in scope order.
+    package func doneScopes(runID: Int64, source: String, phase: FleetPhase) throws(StoreSyncError) -> Set<String> {
+        try wrap {
+            try engine.read { db in
+                Set(try db.rows("SELECT scope FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND done",
+                                [runID, source, phase.rawValue]).map { $0[0] as String })
+            }
+        }
+    }
+
+    /// Gives up `claim` without finishing it (its holder stopped, or its step
+    /// failed): this store no longer writes under it, and its lease ends now, so
+    /// the next worker to ask takes it over at once rather than after the lease,
+    /// resuming where it stopped, as it would a killed worker's.
+    package func release(_ claim: ScopeClaim, runID: Int64) {
+        fences.withLock { $0[Self.fenceKey(claim.source, claim.fencedScope)] = nil }
+        // Best effort: left as it is, the lease runs out on its own.
+        _ = try? engine.write { db in
+            try db.execute("""
+                UPDATE scope_claims SET expires_at = clock_timestamp()
+                WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ? AND NOT done
+                """, [runID, claim.source, claim.phase.rawValue, claim.scope, claim.token])
+        }
+    }
+
     static func fenceKey(_ source: String, _ scope: String) -> String { "\(source)\t\(scope)" }
 
     /// Within a write transaction: fails unless this worker still holds the

@@ -105,10 +105,17 @@ extension SQLSnapshotStore {
     /// digests read again (this worker's cache predates the night's pages). The
     /// removal pass that follows in the same step decides on that whole crawl,
     /// never on one worker's.
-    package func applyStaged(runID: Int64, source: String, scopes: [String]) async throws(StoreSyncError) {
-        forgetDigests(source: source)
-        unseenByScope.withLock { $0[source] = nil }
-        try loadSeen(runID: runID)
+    ///
+    /// `continuing`: this worker applied the source's scopes up to these under
+    /// the same claim, so no other worker wrote the source since, and what it
+    /// holds (digests, seen keys) is the store's: reading them again would make
+    /// a night of N scopes read the source's index N times.
+    package func applyStaged(runID: Int64, source: String, scopes: [String], continuing: Bool = false) async throws(StoreSyncError) {
+        if !continuing {
+            forgetDigests(source: source)
+            unseenByScope.withLock { $0[source] = nil }
+            try loadSeen(runID: runID)
+        }
         for scope in scopes {
             while true {
                 // A few pages at a time: the log of a long scope is never held whole.
