@@ -310,7 +310,13 @@ struct EntityWriter {
         }
         remember(entity, key, EntityRow(rowid: row.rowid, fieldsText: fieldsText, hash: hash, sightings: sightings, partsText: partsText,
                                         addedRun: row.addedRun, changedRun: log ? runID : row.changedRun))
-        guard log else {
+        // An entity this run added, met again in another version (a podcast
+        // listed by two storefronts, whose country and link differ) or filled
+        // in by another source the night it appears: it was not there when
+        // the run began, so the run added what it leaves, and changed nothing.
+        // Its addition is the one line the log keeps (its `after` is set to
+        // what the run leaves when the run finishes: `settleAdditions`).
+        guard log, row.addedRun != runID else {
             // Re-derived, not changed: what the sources said is what they said then.
             try db.queueUpdate("entities", key: .integer("rowid"), row.rowid,
                                set: [.text("fields"), .integer("hash"), .text("sources"), .text("parts")],
@@ -321,10 +327,7 @@ struct EntityWriter {
                            set: [.text("fields"), .integer("hash"), .text("sources"), .text("parts"), .integer("changed_run")],
                            [fieldsText, hash, sourcesText, partsText, runID])
         let changes = FieldChange.between(row.fields, merged)
-        // Only an entity found at the run's start can end the run where it was: one the
-        // run added is logged as it goes (no lookup for every entity a second source
-        // fills in on the night it appears).
-        guard row.changedRun == runID, row.addedRun != runID else {
+        guard row.changedRun == runID else {
             for change in changes {
                 try self.log(cause, entity, key, "changed", field: change.field, before: change.before, after: change.after)
             }

@@ -39,6 +39,14 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// counted against that (``BatchWrites/starts``). Records the run added
     /// are not kept: the store says so (`added_run`).
     let runStarts = Mutex<(runID: Int64, bySource: [String: [RecordIdentity: Int64]])>((0, [:]))
+    /// The first `records` rowid this process can have inserted in a run:
+    /// the largest stored plus one when its first write of the run began (ids
+    /// are numbered that way on both engines, and this store is the one
+    /// writer). A record at or past it was added by the run, which a later
+    /// version of it in the same run needs to know (it counts as added): known
+    /// here, not asked of the store once per record. Below it, the store is
+    /// asked (a resumed run's, or another worker's, additions).
+    let runRowidFloor = Mutex<(runID: Int64, floor: Int64)?>(nil)
     /// Each source's stored digests, read on first use and kept in step with
     /// every write this store makes (it is the only writer: the run lock).
     private let digestIndexes = Mutex<[String: DigestIndex]>([:])
@@ -426,12 +434,28 @@ package final class SQLSnapshotStore: SnapshotStore {
                 try db.execute("UPDATE runs SET status = ?, crawl_status = ?, message = ?, finished_at = ?, exported = ? WHERE id = ?",
                                [status.rawValue, status.rawValue, message, date.timeIntervalSince1970,
                                            exportsFollow ? 0 : 1, runID])
+                try Self.settleAdditions(db, runID: runID)
                 // The page key lists only serve a resume of this run.
                 try db.execute("DELETE FROM run_pages WHERE run_id <= ?", [runID])
             }
         }
         seen.withLock { $0 = [:] }
         unseenByScope.withLock { $0 = [:] }
+    }
+
+    /// Sets what each entity the run added holds in the log's `added` line
+    /// (`after`) to what the run leaves, where the run met it again in
+    /// another version after adding it (``EntityWriter``: an entity the run
+    /// added is refined, not changed). Once per run, over the run's additions
+    /// alone, rather than an update of the log per sighting: the log has no
+    /// index by key for additions, and a night of many storefronts meets most
+    /// new entities several times. A baseline run logs no values: nothing to do.
+    static func settleAdditions(_ db: any SQLSession, runID: Int64) throws {
+        try db.execute("""
+            UPDATE changes SET after = (SELECT e.fields FROM entities e WHERE e.entity = changes.entity AND e.key = changes.key)
+            WHERE run_id = ? AND op = 'added' AND after IS NOT NULL
+                AND after <> (SELECT e.fields FROM entities e WHERE e.entity = changes.entity AND e.key = changes.key)
+            """, [runID])
     }
 
     /// An export failed: the run says so, and the next start retries the exports (not the crawl).
@@ -586,6 +610,14 @@ package final class SQLSnapshotStore: SnapshotStore {
         return results
     }
 
+    /// ``runRowidFloor`` for `runID`, read within `db` at this process's first write of the run.
+    func runRowidFloor(_ db: any SQLSession, runID: Int64) throws -> Int64 {
+        if let known = runRowidFloor.withLock({ $0 }), known.runID == runID { return known.floor }
+        let floor = (try db.value(as: Int64.self, "SELECT max(rowid) FROM records") ?? 0) + 1
+        runRowidFloor.withLock { $0 = (runID, floor) }
+        return floor
+    }
+
     /// What a record held when `runID` began, if the run changed it in a committed batch.
     private func runStart(_ runID: Int64, _ source: String, _ identity: RecordIdentity) -> Int64? {
         runStarts.withLock { $0.runID == runID ? $0.bySource[source]?[identity] : nil }
@@ -661,6 +693,7 @@ package final class SQLSnapshotStore: SnapshotStore {
         return { [self] db, written in
             var result = PageResult()
             try checkFence(db, source: page.source, scope: page.scope)
+            let rowidFloor = try runRowidFloor(db, runID: page.runID)
             let index = try digestIndex(db, source: page.source)
             let insertSQL = "INSERT INTO records (\(Self.recordColumns.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             // SQLite's insert goes through its C API (``RawStatement``): an added record's cost is mostly this.
@@ -759,7 +792,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                     // this version may move it between unchanged and changed.
                     result.duplicates += 1
                     let start = try written.starts[record.identity] ?? runStart(page.runID, page.source, record.identity)
-                        ?? Self.runStart(db, current, runID: page.runID)
+                        ?? (current.rowid >= rowidFloor ? nil : Self.runStart(db, current, runID: page.runID))
                     if let start {
                         if start == current.hash {
                             written.starts[record.identity] = start
