@@ -434,7 +434,8 @@ package final class SQLSnapshotStore: SnapshotStore {
                 try db.execute("UPDATE runs SET status = ?, crawl_status = ?, message = ?, finished_at = ?, exported = ? WHERE id = ?",
                                [status.rawValue, status.rawValue, message, date.timeIntervalSince1970,
                                            exportsFollow ? 0 : 1, runID])
-                try Self.settleAdditions(db, runID: runID)
+                // A baseline run logs its additions without values: nothing to settle.
+                if baselineRun.withLock({ $0 }) != runID { try Self.settleAdditions(db, runID: runID) }
                 // The page key lists only serve a resume of this run.
                 try db.execute("DELETE FROM run_pages WHERE run_id <= ?", [runID])
             }
@@ -449,7 +450,7 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// added is refined, not changed). Once per run, over the run's additions
     /// alone, rather than an update of the log per sighting: the log has no
     /// index by key for additions, and a night of many storefronts meets most
-    /// new entities several times. A baseline run logs no values: nothing to do.
+    /// new entities several times.
     static func settleAdditions(_ db: any SQLSession, runID: Int64) throws {
         try db.execute("""
             UPDATE changes SET after = (SELECT e.fields FROM entities e WHERE e.entity = changes.entity AND e.key = changes.key)

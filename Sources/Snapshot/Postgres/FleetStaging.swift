@@ -33,6 +33,18 @@ extension SQLSnapshotStore {
         )
         """
 
+    /// The staging log's writes, on their own connection where the engine has
+    /// one (PostgreSQL: ``PostgresEngine/stagingWrite(_:)``).
+    func stagingWrite<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        if let postgres = engine as? PostgresEngine { return try postgres.stagingWrite(body) }
+        return try engine.write(body)
+    }
+
+    func stagingWriteAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        if let postgres = engine as? PostgresEngine { return try await postgres.stagingWriteAwaiting(body) }
+        return try await writeAwaiting(body)
+    }
+
     /// A scope's end comes after all its pages in the log.
     static let finishSeq: Int64 = 1 << 40
 
@@ -43,7 +55,7 @@ extension SQLSnapshotStore {
     func stage(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
         guard let first = pages.first else { return [] }
         try await wrap {
-            try await writeAwaiting { [self] db in
+            try await stagingWriteAwaiting { [self] db in
                 try checkFence(db, source: first.source, scope: first.scope)
                 for page in pages {
                     try db.execute("""
@@ -65,7 +77,7 @@ extension SQLSnapshotStore {
     /// Commits a scope's end to the staging log, fenced by its claim.
     func stageFinish(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError) {
         try wrap {
-            try engine.write { db in
+            try stagingWrite { db in
                 try checkFence(db, source: source, scope: scope)
                 let body: JSONValue = .object(["state": .string(state.rawValue), "error": error?.json ?? .null])
                 try db.execute("""

@@ -28,6 +28,13 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     /// replay, a claim waiting for a lock), or a busy worker would lose its scopes.
     private var control: PostgresConnection?
     private let controlLock = NSLock()
+    /// A fleet worker's staging log is written on a connection of its own, so
+    /// its crawl never waits behind the transactions of the applier (which may
+    /// be this same worker, applying the scopes crawled so far, issue 27 item
+    /// 5): the two write different rows (the log of scopes still crawled; the
+    /// snapshot and the log of scopes done) and each is fenced by its own claim.
+    private var staging: PostgresConnection?
+    private let stagingLock = NSLock()
     let logger: Logger
     /// Opens a connection again when the server closed one: restarted, or it
     /// ended a session left idle in a transaction (a worker paused mid-commit).
@@ -56,23 +63,43 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
         try? writer.close().wait()
         try? reader.close().wait()
         try? control?.close().wait()
+        try? staging?.close().wait()
     }
 
     /// Runs `body` in a transaction on the control connection (lease renewals).
     func renewals<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         controlLock.lock()
         defer { controlLock.unlock() }
+        let live = try opened(&control)
+        return try Self.transaction(live, logger: logger, begin: "BEGIN", body)
+    }
+
+    /// Runs `body` in a transaction on the staging connection (a fleet worker's log of pages).
+    func stagingWrite<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        stagingLock.lock()
+        defer { stagingLock.unlock() }
+        let live = try opened(&staging)
+        return try Self.transaction(live, logger: logger, begin: "BEGIN", counter: statementCounter, body)
+    }
+
+    /// ``stagingWrite(_:)`` waited for off the cooperative pool, as ``writeAwaiting(_:)`` is.
+    func stagingWriteAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await awaitOffPool { try self.stagingWrite(body) }
+    }
+
+    /// A connection opened on first use, or again if the server closed it. Called under its lock.
+    private func opened(_ connection: inout PostgresConnection?) throws -> PostgresConnection {
         let live: PostgresConnection
-        if var existing = control {
+        if var existing = connection {
             live = try self.live(&existing)
         } else {
             live = try connect()
             // The fleet's settings, as every connection of a worker has them: a worker
-            // paused inside a renewal must not hold the claim rows past a lease.
+            // paused inside a transaction must not hold the claim rows past a lease.
             for setting in sessionSettings { try PostgresSession(connection: live, logger: logger).execute(setting) }
         }
-        control = live
-        return try Self.transaction(live, logger: logger, begin: "BEGIN", body)
+        connection = live
+        return live
     }
 
     func write<T>(_ body: (any SQLSession) throws -> T) throws -> T {
