@@ -96,14 +96,24 @@ extension SQLSnapshotStore {
                 if let end = try db.value(as: String.self, "SELECT state FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq = ?",
                                           [runID, source, scope, Self.finishSeq]) {
                     let next = try db.value(as: Int.self, "SELECT max(page) + 1 FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ?",
-                                            [runID, source, scope]) ?? 0
+                                            [runID, source, scope])
+                        ?? db.value(as: Int.self, "SELECT next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
+                                    [source, scope, runID]) ?? 0
                     return ScopeCheckpoint(state: ScopeState(rawValue: end) ?? .failed, nextPage: next)
                 }
-                guard let last = try db.row("""
+                if let last = try db.row("""
                     SELECT page, state FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND page IS NOT NULL
                     ORDER BY page DESC LIMIT 1
-                    """, [runID, source, scope]) else { return nil }
-                return ScopeCheckpoint(state: ScopeState(rawValue: last[1]) ?? .running, nextPage: (last[0] as Int) + 1)
+                    """, [runID, source, scope]) {
+                    return ScopeCheckpoint(state: ScopeState(rawValue: last[1]) ?? .running, nextPage: (last[0] as Int) + 1)
+                }
+                // Nothing staged: the applier may have applied (and dropped from the log)
+                // every page staged so far, while the scope is still crawled
+                // (FleetApplier): the snapshot's checkpoint says where they end. Read in
+                // the same transaction, so a page is in exactly one of the two.
+                return try db.row("SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
+                                  [source, scope, runID])
+                    .map { ScopeCheckpoint(state: ScopeState(rawValue: $0["state"]) ?? .failed, nextPage: $0["next_page"]) }
             }
         }
     }
