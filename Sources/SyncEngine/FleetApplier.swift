@@ -3,21 +3,19 @@ import Foundation
 import Snapshot
 import Synchronization
 
-/// Applies a source's staged pages while the fleet still crawls it: a
-/// scope's pages as soon as they are staged and every scope before it is
-/// crawled and applied, so the apply, which one writer does in scope order,
-/// overlaps the crawl instead of following it (issue 27, item 5).
+/// Applies a source's staged pages while the fleet still crawls it: each
+/// scope as soon as it and every scope before it are crawled, so the apply,
+/// which one writer does in scope order, overlaps the crawl instead of
+/// following it (issue 27, item 5).
 ///
 /// Why the night stays the one a single process writes: the applier takes
 /// the source's one apply claim (`applied`, `#applied`), and applies scopes
-/// strictly in the source's scope order, each page by page in page order,
-/// moving to the next scope only once some worker marked this one's crawl
-/// done (every page and its end staged, fenced by its claim, before the
-/// mark); so the snapshot sees the same pages in the same order as when the
-/// whole log was applied after the crawl, and as one process applies them.
-/// Follow-up scopes and what stays owed, and the removal pass, still wait for
-/// the whole crawl (the source's closing step): they read every scope. A
-/// retired scope is not in the list.
+/// strictly in the source's scope order, a scope only once some worker marked
+/// its crawl done (every page and its end staged, fenced by its claim, before
+/// the mark); so the snapshot sees the same pages in the same order as when
+/// the whole log was applied after the crawl. Follow-up scopes and what stays
+/// owed, and the removal pass, still wait for the whole crawl (the source's
+/// closing step): they read every scope. A retired scope is not in the list.
 ///
 /// One worker applies for the whole crawl, so what it holds of the source
 /// (digests, seen keys) stays the store's from one scope to the next and is
@@ -40,8 +38,6 @@ final class FleetApplier: Sendable {
         var finished = 0
         /// The first scope not yet applied under this worker's claim.
         var next = 0
-        /// Whether this claim applied anything yet (what it holds of the source is then the store's).
-        var continuing = false
         /// Set once this worker's crawl of the phase is over, and whether it ended early.
         var crawlOver = false
         var stoppedEarly = false
@@ -96,7 +92,6 @@ final class FleetApplier: Sendable {
                             state.withLock {
                                 $0.claim = claim
                                 $0.next = 0
-                                $0.continuing = false
                             }
                             continue
                         case .allDone:
@@ -127,31 +122,17 @@ final class FleetApplier: Sendable {
         }
     }
 
-    /// Applies what is staged of the scopes in order: every page of each
-    /// scope crawled since the last call, then the pages staged so far of the
-    /// first scope still being crawled (as one process applies a scope's pages
-    /// while it fetches the next ones); true once all are applied (and the
-    /// claim is done).
-    ///
-    /// A scope's pages are staged in page order by whoever holds its claim (a
-    /// worker taking it over resumes after the last page staged or applied:
-    /// ``SQLSnapshotStore/stagedCheckpoint(runID:source:scope:)``), so what is
-    /// staged of it is always a prefix of its pages. It is done once its crawl
-    /// was marked done before its log was drained: the mark follows the commit
-    /// of its every page and its end.
+    /// Applies every scope crawled since the last call, in order, up to the
+    /// first that is not; true once all are applied (and the claim is done).
     private func applyCrawled() async throws(StoreSyncError) -> Bool {
         let store = dealer.store, run = dealer.run
         guard let claim = state.withLock({ $0.claim }) else { return false }
+        let crawled = try store.doneScopes(runID: run.id, source: source, phase: .scopes)
         var next = state.withLock { $0.next }
-        var continuing = state.withLock { $0.continuing }
-        while next < scopes.count {
+        while next < scopes.count, crawled.contains(scopes[next]) {
             if stop?.isRequested == true || store.lostClaim { return false }
-            let crawled = try store.doneScopes(runID: run.id, source: source, phase: .scopes).contains(scopes[next])
-            // The first apply under a new claim reads the source again: another worker may have applied before it.
-            try await store.applyStaged(runID: run.id, source: source, scopes: [scopes[next]], continuing: continuing)
-            continuing = true
-            state.withLock { $0.continuing = true }
-            guard crawled else { return false }
+            // The first scope under a new claim reads the source again: another worker may have applied before it.
+            try await store.applyStaged(runID: run.id, source: source, scopes: [scopes[next]], continuing: next > 0)
             next += 1
             state.withLock { $0.next = next }
         }

@@ -280,6 +280,42 @@ struct FleetTests {
         #expect(scopeOfB.count == 2)
     }
 
+    /// Should a scope's staged pages be applied (and dropped from the log)
+    /// before its crawl is done, a worker that takes the scope over resumes
+    /// after the last page applied (the snapshot's checkpoint), not at page 0,
+    /// which would fetch and apply the scope's first pages twice. The applier
+    /// waits for a scope's crawl today (applying a scope page by page measured
+    /// no faster: smaller transactions); this keeps the log and the snapshot's
+    /// checkpoint one account of a scope's pages whoever applies them.
+    @Test func aScopeTakenOverAfterItsPagesWereAppliedResumesWhereTheyEnd() async throws {
+        let url = try await TemporaryPostgres.shared().createDatabase()
+        let backend = PostgresBackend()
+        let crawler = try #require(try backend.open(url) as? SQLSnapshotStore)
+        let applier = try #require(try backend.open(url) as? SQLSnapshotStore)
+        let run = try crawler.joinFleetRun(job: "takeover", fleet: "n1", at: Self.start, simulated: false, night: nil, leaseSeconds: 30)
+        _ = try applier.joinFleetRun(job: "takeover", fleet: "n1", at: Self.start, simulated: false, night: nil, leaseSeconds: 30)
+        guard case .claimed(let claim) = try crawler.claimScope(runID: run.id, source: "search", phase: .scopes, among: ["s1"],
+                                                               worker: "crawler", leaseSeconds: 30),
+              case .claimed(let applying) = try applier.claimScope(runID: run.id, source: "search", phase: .applied,
+                                                                  among: ["#applied"], worker: "applier", leaseSeconds: 30) else {
+            Issue.record("the claims were not granted")
+            return
+        }
+        crawler.hold(claim, runID: run.id, leaseSeconds: 30, worker: "crawler")
+        applier.hold(applying, runID: run.id, leaseSeconds: 30, worker: "applier")
+        for number in 0..<3 {
+            let records = (0..<2).map { Catalog.Record(entity: .podcast, key: "p\(number)-\($0)", fields: ["name": .string("P")]) }
+            _ = try await crawler.apply(PageInput(runID: run.id, source: "search", scope: "s1", page: number, records: records))
+        }
+        #expect(try crawler.checkpoint(runID: run.id, source: "search", scope: "s1")?.nextPage == 3)
+        try await applier.applyStaged(runID: run.id, source: "search", scopes: ["s1"])
+        #expect(try StoreComparison.psql(url, "SELECT count(*) FROM fleet_pages") == "0")
+        // Pages 0-2 are in the snapshot and no longer in the log: a takeover resumes at page 3.
+        let resumed = try #require(try applier.checkpoint(runID: run.id, source: "search", scope: "s1"))
+        #expect(resumed.nextPage == 3 && resumed.state == .running, "\(resumed)")
+        #expect(try applier.records(source: "search").count == 6)
+    }
+
     /// A worker's crawl and the apply of its staged pages overlap (issue 27,
     /// item 5): the first scopes of a source are in the snapshot while later
     /// ones are still being crawled, and the night is still row for row the

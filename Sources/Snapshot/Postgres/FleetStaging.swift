@@ -107,10 +107,10 @@ extension SQLSnapshotStore {
                     """, [runID, source, scope]) {
                     return ScopeCheckpoint(state: ScopeState(rawValue: last[1]) ?? .running, nextPage: (last[0] as Int) + 1)
                 }
-                // Nothing staged: the applier may have applied (and dropped from the log)
-                // every page staged so far, while the scope is still crawled
-                // (FleetApplier): the snapshot's checkpoint says where they end. Read in
-                // the same transaction, so a page is in exactly one of the two.
+                // Nothing staged: the pages staged so far may have been applied (and
+                // dropped from the log) already: the snapshot's checkpoint says where
+                // they end. Read in the same transaction, so a page is in exactly one
+                // of the two, whoever applied it and whenever.
                 return try db.row("SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
                                   [source, scope, runID])
                     .map { ScopeCheckpoint(state: ScopeState(rawValue: $0["state"]) ?? .failed, nextPage: $0["next_page"]) }
