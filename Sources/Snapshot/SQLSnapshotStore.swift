@@ -495,13 +495,13 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// The scope's checkpoint within `runID`, or nil if this run has not touched it.
     package func checkpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
         if stages { return try stagedCheckpoint(runID: runID, source: source, scope: scope) }
-        return try wrap {
-            try engine.read { db in
-                try db.row("SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
-                                 [source, scope, runID])
-                    .map { ScopeCheckpoint(state: ScopeState(rawValue: $0["state"]) ?? .failed, nextPage: $0["next_page"]) }
-            }
-        }
+        return try wrap { try engine.read { db in try Self.snapshotCheckpoint(db, runID: runID, source: source, scope: scope) } }
+    }
+
+    /// The scope's checkpoint as the snapshot's pages left it (`scopes`), within `db`.
+    static func snapshotCheckpoint(_ db: any SQLSession, runID: Int64, source: String, scope: String) throws -> ScopeCheckpoint? {
+        try db.row("SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?", [source, scope, runID])
+            .map { ScopeCheckpoint(state: ScopeState(rawValue: $0["state"]) ?? .failed, nextPage: $0["next_page"]) }
     }
 
     // MARK: Pages

@@ -97,8 +97,7 @@ extension SQLSnapshotStore {
                                           [runID, source, scope, Self.finishSeq]) {
                     let next = try db.value(as: Int.self, "SELECT max(page) + 1 FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ?",
                                             [runID, source, scope])
-                        ?? db.value(as: Int.self, "SELECT next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
-                                    [source, scope, runID]) ?? 0
+                        ?? Self.snapshotCheckpoint(db, runID: runID, source: source, scope: scope)?.nextPage ?? 0
                     return ScopeCheckpoint(state: ScopeState(rawValue: end) ?? .failed, nextPage: next)
                 }
                 if let last = try db.row("""
@@ -111,9 +110,7 @@ extension SQLSnapshotStore {
                 // dropped from the log) already: the snapshot's checkpoint says where
                 // they end. Read in the same transaction, so a page is in exactly one
                 // of the two, whoever applied it and whenever.
-                return try db.row("SELECT state, next_page FROM scopes WHERE source = ? AND scope = ? AND run_id = ?",
-                                  [source, scope, runID])
-                    .map { ScopeCheckpoint(state: ScopeState(rawValue: $0["state"]) ?? .failed, nextPage: $0["next_page"]) }
+                return try Self.snapshotCheckpoint(db, runID: runID, source: source, scope: scope)
             }
         }
     }
