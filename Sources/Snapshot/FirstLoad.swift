@@ -66,7 +66,6 @@ extension SQLSnapshotStore {
     /// once. A run killed in between leaves the key indexes missing; opening
     /// the store builds them again.
     package func beginFirstLoad() throws(StoreSyncError) -> Bool {
-        guard !stages else { return false }
         guard sqlite != nil else {
             let empty = try wrap {
                 try engine.read { db in

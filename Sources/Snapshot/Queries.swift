@@ -163,9 +163,7 @@ extension SQLSnapshotStore {
         try wrap {
             try engine.write { db in
                 // In a fleet, the source's closing step decides what stays owed (its claim fences this).
-                if fleetWorker.withLock({ $0 }) {
-                    try checkFence(db, source: consumer.components(separatedBy: "#")[0], scope: "*")
-                }
+                try checkFence(db, source: consumer.components(separatedBy: "#")[0], scope: "*")
                 try db.execute("DELETE FROM pending_inputs WHERE consumer = ?", [consumer])
                 for identity in identities {
                     try db.execute("INSERT INTO pending_inputs (consumer, entity, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",

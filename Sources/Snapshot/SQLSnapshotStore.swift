@@ -58,12 +58,9 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// On PostgreSQL, the SQLite copy the streamed export reads go through,
     /// with the engine's write count it was taken at (``exportMirror()``).
     let mirror = Mutex<(writes: Int, store: SQLSnapshotStore, discard: @Sendable () -> Void)?>(nil)
-    /// Set once this store joined a fleet's run: every write of a scope is then fenced by a claim.
-    let fleetWorker = Mutex<Bool>(false)
-    /// The claims this worker holds, by source and scope (``Fence``).
-    let fences = Mutex<[String: Fence]>([:])
-    /// Set when a write was refused because its claim was gone.
-    let fenceLost = Mutex<StoreSyncError?>(nil)
+    /// The claims that fence every write of a scope, once a fleet's worker
+    /// wraps this store (``StagingFleetStore``); nil otherwise.
+    private let claimFences = Mutex<ClaimFences?>(nil)
     /// Set while a first load into the empty store runs (``beginFirstLoad()``).
     let firstLoad = Mutex<FirstLoadState?>(nil)
     /// The writer's page cache (`PRAGMA cache_size`, negative: KiB).
@@ -263,6 +260,20 @@ package final class SQLSnapshotStore: SnapshotStore {
         if let sqlite { return try await sqlite.write { db in try body(GRDBSession(db: db)) } }
         if let postgres = engine as? PostgresEngine { return try await postgres.writeAwaiting(body) }
         return try engine.write(body)
+    }
+
+    /// Fences this store's writes by a fleet worker's claims: each write of a
+    /// scope then checks, in its own transaction, that the worker still holds
+    /// the scope's claim (or its source's), and fails otherwise. The store's
+    /// logic is the same either way; only who may commit changes.
+    func fence(with fences: ClaimFences) {
+        claimFences.withLock { $0 = fences }
+    }
+
+    /// Within a write transaction: fails unless the claim fencing
+    /// `source`/`scope` is still held, and renews it; nothing to check outside a fleet.
+    func checkFence(_ db: any SQLSession, source: String, scope: String) throws {
+        try claimFences.withLock({ $0 })?.check(db, source: source, scope: scope)
     }
 
     @discardableResult
@@ -494,8 +505,7 @@ package final class SQLSnapshotStore: SnapshotStore {
 
     /// The scope's checkpoint within `runID`, or nil if this run has not touched it.
     package func checkpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
-        if stages { return try stagedCheckpoint(runID: runID, source: source, scope: scope) }
-        return try wrap { try engine.read { db in try Self.snapshotCheckpoint(db, runID: runID, source: source, scope: scope) } }
+        try wrap { try engine.read { db in try Self.snapshotCheckpoint(db, runID: runID, source: source, scope: scope) } }
     }
 
     /// The scope's checkpoint as the snapshot's pages left it (`scopes`), within `db`.
@@ -561,9 +571,7 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// what an earlier one wrote, and the last page's checkpoint the one a
     /// resume sees. A kill loses the whole batch or none of it.
     package func apply(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
-        // A fleet's worker logs its pages; the source's closing step applies them in order (FleetStaging).
-        if stages { return try await stage(pages) }
-        return try await applyNow(pages)
+        try await applyNow(pages)
     }
 
     /// ``apply(_:)`` into the snapshot itself; `alongside` runs in the same

@@ -9,7 +9,6 @@ extension SQLSnapshotStore {
 
     /// Records how a scope's crawl ended (its checkpoint state for this run).
     package func finishScope(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError) {
-        if stages { return try stageFinish(runID: runID, source: source, scope: scope, state: state, error: error) }
         try finishScopeNow(runID: runID, source: source, scope: scope, state: state, error: error)
     }
 

@@ -32,9 +32,18 @@ public protocol StoreBackend: Sendable {
     func historyEvidence(_ location: String) -> String?
     /// Notes that the store at `location` holds history, once a run's crawl is stored.
     func noteHistory(_ location: String, job: String, runID: Int64, at date: Date) throws(StoreSyncError)
+    /// Opens the store for one worker of a fleet (``FleetStore``), or throws
+    /// `invalidArguments` when the backend is one process's alone (a SQLite file).
+    func openFleet(_ location: String) throws(StoreSyncError) -> any FleetStore
 }
 
 extension StoreBackend {
+    /// A backend that only one process reaches has no fleet.
+    public func openFleet(_ location: String) throws(StoreSyncError) -> any FleetStore {
+        throw StoreSyncError(.invalidArguments, "--worker needs a store that every worker reaches: \(location) is a SQLite file; "
+                             + "use `store: postgres://…` (storesync migrate moves a snapshot there)")
+    }
+
     /// A backend that keeps no evidence outside its store knows no history it could have lost.
     public func historyEvidence(_ location: String) -> String? { nil }
     public func noteHistory(_ location: String, job: String, runID: Int64, at date: Date) throws(StoreSyncError) {}
@@ -170,4 +179,5 @@ public struct DefaultBackend: StoreBackend {
     public func noteHistory(_ location: String, job: String, runID: Int64, at date: Date) throws(StoreSyncError) {
         try backend(location).noteHistory(location, job: job, runID: runID, at: date)
     }
+    public func openFleet(_ location: String) throws(StoreSyncError) -> any FleetStore { try backend(location).openFleet(location) }
 }

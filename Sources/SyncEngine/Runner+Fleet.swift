@@ -60,7 +60,7 @@ final class Shared<Value: Sendable>: Sendable {
 /// A fleet's share of a night for this worker: which scopes it crawls (claimed
 /// one at a time from the store) and whether it runs a source's closing step.
 struct FleetDealer: Sendable {
-    let store: SQLSnapshotStore
+    let store: any FleetStore
     let worker: WorkerOptions
     let run: RunInfo
     /// Claims this worker holds, renewed in the background between commits.
@@ -235,10 +235,7 @@ extension Runner {
             throw StoreSyncError(.invalidArguments, "--lease \(worker.leaseSeconds) is outside \(Int(WorkerOptions.leaseRange.lowerBound))…\(Int(WorkerOptions.leaseRange.upperBound)) seconds; nothing was crawled",
                                  remedy: "Give the seconds a worker may go silent before its scopes move to another, e.g. --lease 60")
         }
-        guard let store = try environment.store.open(job.storePath) as? SQLSnapshotStore else {
-            throw StoreSyncError(.invalidArguments, "--worker needs a PostgreSQL store (store: postgres://…)")
-        }
-        try store.requireFleet()
+        let store = try environment.store.openFleet(job.storePath)
         try checkStoreOwner(try store.runs(limit: 1).first, options)
         let started = clock.now()
         let run = try store.joinFleetRun(job: job.name, fleet: worker.fleet, at: environment.now(),

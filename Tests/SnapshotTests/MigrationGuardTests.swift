@@ -13,7 +13,7 @@ import TestSupport
         let store = try StoreEngine.open(postgres)
         // A worker's page, staged and not yet applied by the night's closing step.
         try store.engine.write { db in
-            try db.execute(SQLSnapshotStore.stagingTable)
+            try db.execute(StagingFleetStore.stagingTable)
             try db.execute("INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) VALUES (4, 'search', 'top', 1, 1, NULL, '{}')")
         }
 

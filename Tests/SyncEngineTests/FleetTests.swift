@@ -18,6 +18,20 @@ import Glibc
 /// workers' timing, and whether one of them is killed or paused past its lease.
 @Suite(.enabled(if: TemporaryPostgres.testsEnabled, Comment(rawValue: TemporaryPostgres.skipReason)))
 struct FleetTests {
+    /// One small paged source and a run report: for what a worker decides before and after its crawl.
+    static func marketOnly(name: String, store: String) -> String {
+        """
+        name: \(name)
+        store: \(store)
+        output: out
+        simulator: { seed: 5, podcasts: 10, products: 40 }
+        sources:
+          - {name: market, kind: marketplace, itemsPerPage: 20}
+        exports:
+          - { kind: run-report, path: report.json }
+        """
+    }
+
     /// Several kinds of scope: a paged list with follow-ups (marketplace
     /// details), searches whose records move between terms, a dependent
     /// lookup; churn every night, removals at the first miss for the market.
@@ -178,16 +192,7 @@ struct FleetTests {
     @Test func aWorkerOfAnotherNightIsRefusedAndTheDefaultKeyNamesTheNight() async throws {
         let binary = try StoresyncExecutable.locate()
         let url = try await TemporaryPostgres.shared().createDatabase()
-        let job = try KillTestJob(label: "fleet-nights", binary: binary, yaml: """
-            name: nights
-            store: \(url)
-            output: out
-            simulator: { seed: 5, podcasts: 10, products: 40 }
-            sources:
-              - {name: market, kind: marketplace, itemsPerPage: 20}
-            exports:
-              - { kind: run-report, path: report.json }
-            """)
+        let job = try KillTestJob(label: "fleet-nights", binary: binary, yaml: Self.marketOnly(name: "nights", store: url))
         defer { try? FileManager.default.removeItem(at: job.directory) }
         func cli(_ arguments: [String]) async throws -> RunResult { try await CLIConventionsTests().cli(job, arguments) }
 
@@ -244,8 +249,8 @@ struct FleetTests {
             try store.finishRun(run.id, status: .ok, message: nil, at: Self.start)
         }
         // Night 2, two workers: b moved from s1 (A's) to s2 (B's).
-        let workerA = try #require(try backend.open(url) as? SQLSnapshotStore)
-        let workerB = try #require(try backend.open(url) as? SQLSnapshotStore)
+        let workerA = try backend.openFleet(url)
+        let workerB = try backend.openFleet(url)
         let run = try workerA.joinFleetRun(job: "moves", fleet: "n2", at: Self.start, simulated: false, night: nil, leaseSeconds: 30)
         let joined = try workerB.joinFleetRun(job: "moves", fleet: "n2", at: Self.start, simulated: false, night: nil, leaseSeconds: 30)
         #expect(joined.id == run.id)
@@ -274,7 +279,7 @@ struct FleetTests {
             removed += try workerA.sweepScope(runID: run.id, source: "search", scope: scope, removal: removal).removed
         }
         #expect(removed == 0)
-        let keys = try workerA.records(source: "search").map(\.key)
+        let keys = try StoreEngine.open(url).records(source: "search").map(\.key)
         #expect(keys == ["a", "b", "c"])
         let scopeOfB = try workerA.scopeStates().filter { $0.source == "search" }
         #expect(scopeOfB.count == 2)
@@ -290,8 +295,8 @@ struct FleetTests {
     @Test func aScopeTakenOverAfterItsPagesWereAppliedResumesWhereTheyEnd() async throws {
         let url = try await TemporaryPostgres.shared().createDatabase()
         let backend = PostgresBackend()
-        let crawler = try #require(try backend.open(url) as? SQLSnapshotStore)
-        let applier = try #require(try backend.open(url) as? SQLSnapshotStore)
+        let crawler = try backend.openFleet(url)
+        let applier = try backend.openFleet(url)
         let run = try crawler.joinFleetRun(job: "takeover", fleet: "n1", at: Self.start, simulated: false, night: nil, leaseSeconds: 30)
         _ = try applier.joinFleetRun(job: "takeover", fleet: "n1", at: Self.start, simulated: false, night: nil, leaseSeconds: 30)
         guard case .claimed(let claim) = try crawler.claimScope(runID: run.id, source: "search", phase: .scopes, among: ["s1"],
@@ -313,7 +318,7 @@ struct FleetTests {
         // Pages 0-2 are in the snapshot and no longer in the log: a takeover resumes at page 3.
         let resumed = try #require(try applier.checkpoint(runID: run.id, source: "search", scope: "s1"))
         #expect(resumed.nextPage == 3 && resumed.state == .running, "\(resumed)")
-        #expect(try applier.records(source: "search").count == 6)
+        #expect(try StoreEngine.open(url).records(source: "search").count == 6)
     }
 
     /// A worker's crawl and the apply of its staged pages overlap (issue 27,
@@ -532,5 +537,23 @@ enum StoreComparison {
         }
         Issue.record("timed out waiting until \(what)")
         throw CancellationError()
+    }
+}
+
+/// A fleet needs a store every worker reaches: the backend hands a worker its
+/// store (``StoreBackend/openFleet(_:)``), and a SQLite file has none to hand.
+struct FleetStoreRefusalTests {
+    @Test func aWorkerOnASQLiteStoreIsRefusedBeforeItCrawls() async throws {
+        let binary = try StoresyncExecutable.locate()
+        let job = try KillTestJob(label: "fleet-sqlite", binary: binary,
+                                  yaml: FleetTests.marketOnly(name: "alone", store: "store/snapshot.sqlite"))
+        defer { try? FileManager.default.removeItem(at: job.directory) }
+        let worker = try await CLIConventionsTests().cli(job, ["run", job.jobPath, "--worker", "-q", "--no-progress"])
+        #expect(worker.termination == .exited(64), "\(worker)")
+        #expect(worker.stderr.contains("--worker needs a store that every worker reaches"), "\(worker)")
+        #expect(worker.stderr.contains("postgres://"), "\(worker)")
+        // Refused before anything was crawled or stored.
+        #expect(!FileManager.default.fileExists(atPath: job.storePath), "a store was created")
+        #expect(!FileManager.default.fileExists(atPath: job.outputDirectory.appendingPathComponent("report.json").path))
     }
 }

@@ -52,7 +52,7 @@ public enum ClaimAnswer: Sendable, Equatable {
 /// claim, so a worker that lost its claim (paused past its lease, partitioned,
 /// started twice) commits nothing more. PostgreSQL only: these tables live
 /// beside the snapshot's and are not part of it (a migration leaves them).
-extension SQLSnapshotStore {
+extension StagingFleetStore {
     static let fleetTables = """
         CREATE TABLE IF NOT EXISTS fleet_runs (
             fleet TEXT COLLATE "C" PRIMARY KEY,
@@ -74,25 +74,11 @@ extension SQLSnapshotStore {
         )
         """
 
-    package func requireFleet() throws(StoreSyncError) {
-        guard engine.kind == .postgres else {
-            throw StoreSyncError(.invalidArguments, "--worker needs a store that every worker reaches: \(path) is a SQLite file; "
-                                 + "use `store: postgres://…` (storesync migrate moves a snapshot there)")
-        }
-    }
-
-    /// Joins the run of `fleet` (every worker of one night passes the same
-    /// key), or begins it as ``beginRun(job:at:simulated:night:resumeExports:)``
-    /// would, the first worker to ask deciding: an unfinished run is resumed.
-    /// A worker that names a `night` other than the fleet's run's is refused
-    /// (`invalidArguments`, naming the fleet): joined, it would crawl nothing
-    /// of its night and exit 0.
-    package func joinFleetRun(job: String, fleet: String, at date: Date, simulated: Bool, night: Int?,
+    func joinFleetRun(job: String, fleet: String, at date: Date, simulated: Bool, night: Int?,
                               leaseSeconds: Double) throws(StoreSyncError) -> RunInfo {
-        try requireFleet()
-        try wrap { try (engine as? PostgresEngine)?.joinFleet(idleSeconds: leaseSeconds) }
+        try wrap { try postgres.joinFleet(idleSeconds: leaseSeconds) }
         let info: RunInfo = try wrap {
-            try engine.write { db in
+            try postgres.write { db in
                 try db.execute("SELECT pg_advisory_xact_lock(hashtext('storesync fleet runs'))")
                 if let row = try db.row("""
                     SELECT r.id, r.night, r.started_at, r.status FROM fleet_runs f JOIN runs r ON r.id = f.run_id WHERE f.fleet = ?
@@ -111,23 +97,22 @@ extension SQLSnapshotStore {
                     return RunInfo(id: runID, night: fleetNight, resumed: true, startedAt: Date(timeIntervalSince1970: row[2]))
                 }
                 // A fleet's workers write no exports: `storesync export` does, once they are done.
-                let info = try Self.beginRun(db, job: job, at: date, simulated: simulated, night: night, resumeExports: false)
+                let info = try SQLSnapshotStore.beginRun(db, job: job, at: date, simulated: simulated, night: night, resumeExports: false)
                 try db.execute("INSERT INTO fleet_runs (fleet, run_id) VALUES (?, ?)", [fleet, info.id])
                 return info
             }
         }
-        try runBegun(info)
-        fleetWorker.withLock { $0 = true }
+        try snapshot.runBegun(info)
         return info
     }
 
     /// Claims the first scope of `scopes` (in their order) that no live
     /// worker holds and that is not done: a new one, or one whose lease ran
     /// out (taken over: its pages resume from the last committed one).
-    package func claimScope(runID: Int64, source: String, phase: FleetPhase, among scopes: [String], worker: String,
+    func claimScope(runID: Int64, source: String, phase: FleetPhase, among scopes: [String], worker: String,
                             leaseSeconds: Double) throws(StoreSyncError) -> ClaimAnswer {
         try wrap {
-            try engine.write { db in
+            try postgres.write { db in
                 // Claims of one source and phase are decided one at a time.
                 try db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ["claims\t\(runID)\t\(source)\t\(phase.rawValue)"])
                 var held: [String: (done: Bool, secondsLeft: Double)] = [:]
@@ -180,18 +165,17 @@ extension SQLSnapshotStore {
     /// Fences this store's writes for `claim`'s scope (or, for a source-wide
     /// claim, the source's) by the claim: each write checks and renews it in its
     /// own transaction, or fails with ``StoreSyncError/leaseLost(store:scope:worker:holder:)``.
-    package func hold(_ claim: ScopeClaim, runID: Int64, leaseSeconds: Double, worker: String) {
-        fences.withLock { $0[Self.fenceKey(claim.source, claim.fencedScope)] =
-            Fence(claim: claim, runID: runID, leaseSeconds: leaseSeconds, worker: worker) }
+    func hold(_ claim: ScopeClaim, runID: Int64, leaseSeconds: Double, worker: String) {
+        fences.hold(Fence(claim: claim, runID: runID, leaseSeconds: leaseSeconds, worker: worker))
     }
 
     /// Marks `claim` done with what its crawl found (kept for the source's
     /// closing step), in a transaction fenced by the claim itself.
-    package func completeClaim(_ claim: ScopeClaim, runID: Int64, outcome: String) throws(StoreSyncError) {
-        defer { fences.withLock { $0[Self.fenceKey(claim.source, claim.fencedScope)] = nil } }
+    func completeClaim(_ claim: ScopeClaim, runID: Int64, outcome: String) throws(StoreSyncError) {
+        defer { fences.drop(claim) }
         try wrap {
-            try engine.write { db in
-                try checkFence(db, source: claim.source, scope: claim.fencedScope)
+            try postgres.write { db in
+                try fences.check(db, source: claim.source, scope: claim.fencedScope)
                 try db.execute("""
                     UPDATE scope_claims SET done = true, outcome = ? WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ?
                     """, [outcome, runID, claim.source, claim.phase.rawValue, claim.scope, claim.token])
@@ -203,10 +187,9 @@ extension SQLSnapshotStore {
     /// Returns the claims it no longer holds: another token, or a lease that
     /// ran out before the scope was done (one done meanwhile, since the
     /// heartbeat listed it, is still this worker's).
-    package func renew(_ claims: [ScopeClaim], runID: Int64, leaseSeconds: Double) throws(StoreSyncError) -> [ScopeClaim] {
+    func renew(_ claims: [ScopeClaim], runID: Int64, leaseSeconds: Double) throws(StoreSyncError) -> [ScopeClaim] {
         try wrap {
-            guard let postgres = engine as? PostgresEngine else { return [] }
-            return try postgres.renewals { db in
+            try postgres.renewals { db in
                 try claims.filter { claim in
                     try db.execute("""
                         UPDATE scope_claims SET expires_at = clock_timestamp() + ? * interval '1 second'
@@ -219,9 +202,9 @@ extension SQLSnapshotStore {
     }
 
     /// What each done scope of `phase` reported, by scope.
-    package func claimOutcomes(runID: Int64, source: String, phase: FleetPhase) throws(StoreSyncError) -> [String: String] {
+    func claimOutcomes(runID: Int64, source: String, phase: FleetPhase) throws(StoreSyncError) -> [String: String] {
         try wrap {
-            try engine.read { db in
+            try postgres.read { db in
                 var outcomes: [String: String] = [:]
                 for row in try db.rows("""
                     SELECT scope, outcome FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND done
@@ -235,9 +218,9 @@ extension SQLSnapshotStore {
 
     /// The scopes of `phase` some worker finished (crawled, their pages staged):
     /// what a source's applier may apply, in scope order.
-    package func doneScopes(runID: Int64, source: String, phase: FleetPhase) throws(StoreSyncError) -> Set<String> {
+    func doneScopes(runID: Int64, source: String, phase: FleetPhase) throws(StoreSyncError) -> Set<String> {
         try wrap {
-            try engine.read { db in
+            try postgres.read { db in
                 Set(try db.rows("SELECT scope FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND done",
                                 [runID, source, phase.rawValue]).map { $0[0] as String })
             }
@@ -248,10 +231,10 @@ extension SQLSnapshotStore {
     /// failed): this store no longer writes under it, and its lease ends now, so
     /// the next worker to ask takes it over at once rather than after the lease,
     /// resuming where it stopped, as it would a killed worker's.
-    package func release(_ claim: ScopeClaim, runID: Int64) {
-        fences.withLock { $0[Self.fenceKey(claim.source, claim.fencedScope)] = nil }
+    func release(_ claim: ScopeClaim, runID: Int64) {
+        fences.drop(claim)
         // Best effort: left as it is, the lease runs out on its own.
-        _ = try? engine.write { db in
+        _ = try? postgres.write { db in
             try db.execute("""
                 UPDATE scope_claims SET expires_at = clock_timestamp()
                 WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ? AND NOT done
@@ -259,15 +242,78 @@ extension SQLSnapshotStore {
         }
     }
 
-    static func fenceKey(_ source: String, _ scope: String) -> String { "\(source)\t\(scope)" }
+    /// Records that the heartbeat found `claim` gone: the worker stops at its
+    /// next step, as if a commit had been refused (which it would be).
+    func noteLost(_ claim: ScopeClaim, runID: Int64, worker: String) {
+        let holder = try? postgres.read { db in
+            try db.value(as: String.self, "SELECT worker FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token <> ?",
+                         [runID, claim.source, claim.phase.rawValue, claim.scope, claim.token])
+        }
+        fences.noteLost(.leaseLost(store: path, scope: "\(claim.source)/\(claim.scope)", worker: worker, holder: holder ?? nil))
+    }
+
+    var lostClaimError: StoreSyncError? { fences.lost }
+
+    /// Adds a worker's requests to its run's (the run's totals are the fleet's).
+    func addFleetRequests(_ runID: Int64, _ requests: RequestCounts) throws(StoreSyncError) {
+        try wrap {
+            try postgres.write { db in
+                try db.execute("""
+                    UPDATE runs SET requests = requests + ?, retries = retries + ?, throttled = throttled + ?,
+                        not_modified = not_modified + ?, failures = failures + ? WHERE id = ?
+                    """, [requests.requests, requests.retries, requests.throttled, requests.notModified, requests.failures, runID])
+            }
+        }
+    }
+
+    /// The run's verdict fields, its requests left as the workers added them.
+    func recordFleetTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError) {
+        try wrap {
+            try postgres.write { db in
+                try db.execute("UPDATE runs SET seconds = ?, warnings = ?, errors = ? WHERE id = ?",
+                               [totals.seconds, SQLSnapshotStore.jsonList(totals.warnings.map(\.json)),
+                                SQLSnapshotStore.jsonList(totals.errors.map(\.json)), runID])
+            }
+        }
+    }
+}
+
+/// The claims one worker holds, by source and scope: what fences every write
+/// its store makes (the snapshot's own transactions check them too, through
+/// ``SQLSnapshotStore/fence(with:)``), and the first refusal, which stops the worker.
+final class ClaimFences: Sendable {
+    /// The store, named in errors.
+    let store: String
+    private let held = Mutex<[String: Fence]>([:])
+    private let refused = Mutex<StoreSyncError?>(nil)
+
+    init(store: String) {
+        self.store = store
+    }
+
+    private static func key(_ source: String, _ scope: String) -> String { "\(source)\t\(scope)" }
+
+    func hold(_ fence: Fence) {
+        held.withLock { $0[Self.key(fence.claim.source, fence.claim.fencedScope)] = fence }
+    }
+
+    func drop(_ claim: ScopeClaim) {
+        held.withLock { $0[Self.key(claim.source, claim.fencedScope)] = nil }
+    }
+
+    /// The first refusal (a write, or the heartbeat's finding), which stops this worker.
+    var lost: StoreSyncError? { refused.withLock { $0 } }
+
+    func noteLost(_ error: StoreSyncError) {
+        refused.withLock { $0 = $0 ?? error }
+    }
 
     /// Within a write transaction: fails unless this worker still holds the
-    /// claim fencing `source`/`scope`, and renews it. Nothing to check outside a fleet.
-    func checkFence(_ db: any SQLSession, source: String, scope: String) throws {
-        guard fleetWorker.withLock({ $0 }) else { return }
-        let fence = fences.withLock { $0[Self.fenceKey(source, scope)] ?? $0[Self.fenceKey(source, "*")] }
+    /// claim fencing `source`/`scope` (or the whole source), and renews it.
+    func check(_ db: any SQLSession, source: String, scope: String) throws {
+        let fence = held.withLock { $0[Self.key(source, scope)] ?? $0[Self.key(source, "*")] }
         guard let fence else {
-            throw StoreSyncError.leaseLost(store: path, scope: "\(source)/\(scope)", worker: "this worker", holder: nil)
+            throw StoreSyncError.leaseLost(store: store, scope: "\(source)/\(scope)", worker: "this worker", holder: nil)
         }
         let claim = fence.claim
         let renewed = try db.execute("""
@@ -278,53 +324,14 @@ extension SQLSnapshotStore {
             let holder = try db.row("SELECT worker, token FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ?",
                                     [fence.runID, claim.source, claim.phase.rawValue, claim.scope])
             let other = holder.flatMap { row -> String? in (row[1] as String) == claim.token ? nil : row[0] }
-            let error = StoreSyncError.leaseLost(store: path, scope: "\(claim.source)/\(claim.scope)", worker: fence.worker, holder: other)
-            fenceLost.withLock { $0 = $0 ?? error }
+            let error = StoreSyncError.leaseLost(store: store, scope: "\(claim.source)/\(claim.scope)", worker: fence.worker, holder: other)
+            noteLost(error)
             throw error
-        }
-    }
-
-    /// Records that the heartbeat found `claim` gone: the worker stops at its
-    /// next step, as if a commit had been refused (which it would be).
-    package func noteLost(_ claim: ScopeClaim, runID: Int64, worker: String) {
-        let holder = try? engine.read { db in
-            try db.value(as: String.self, "SELECT worker FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token <> ?",
-                         [runID, claim.source, claim.phase.rawValue, claim.scope, claim.token])
-        }
-        let error = StoreSyncError.leaseLost(store: path, scope: "\(claim.source)/\(claim.scope)", worker: worker, holder: holder ?? nil)
-        fenceLost.withLock { $0 = $0 ?? error }
-    }
-
-    /// Whether a write of this worker was refused because its claim was gone.
-    package var lostClaim: Bool { fenceLost.withLock { $0 != nil } }
-
-    /// The first refusal, which stops this worker.
-    package var lostClaimError: StoreSyncError? { fenceLost.withLock { $0 } }
-
-    /// Adds a worker's requests to its run's (the run's totals are the fleet's).
-    package func addFleetRequests(_ runID: Int64, _ requests: RequestCounts) throws(StoreSyncError) {
-        try wrap {
-            try engine.write { db in
-                try db.execute("""
-                    UPDATE runs SET requests = requests + ?, retries = retries + ?, throttled = throttled + ?,
-                        not_modified = not_modified + ?, failures = failures + ? WHERE id = ?
-                    """, [requests.requests, requests.retries, requests.throttled, requests.notModified, requests.failures, runID])
-            }
-        }
-    }
-
-    /// The run's verdict fields, its requests left as the workers added them.
-    package func recordFleetTotals(_ runID: Int64, _ totals: RunTotals) throws(StoreSyncError) {
-        try wrap {
-            try engine.write { db in
-                try db.execute("UPDATE runs SET seconds = ?, warnings = ?, errors = ? WHERE id = ?",
-                               [totals.seconds, Self.jsonList(totals.warnings.map(\.json)), Self.jsonList(totals.errors.map(\.json)), runID])
-            }
         }
     }
 }
 
-/// A claim that fences this store's writes for its scope.
+/// A claim that fences a worker's writes for its scope.
 struct Fence: Sendable {
     let claim: ScopeClaim
     let runID: Int64

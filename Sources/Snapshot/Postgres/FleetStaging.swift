@@ -19,7 +19,7 @@ import Foundation
 ///
 /// A replay deletes each page from the log in the transaction that applies
 /// it, so a closing step taken over from a dead worker resumes where it stopped.
-extension SQLSnapshotStore {
+extension StagingFleetStore {
     static let stagingTable = """
         CREATE TABLE IF NOT EXISTS fleet_pages (
             run_id BIGINT NOT NULL,
@@ -33,30 +33,15 @@ extension SQLSnapshotStore {
         )
         """
 
-    /// The staging log's writes, on their own connection where the engine has
-    /// one (PostgreSQL: ``PostgresEngine/stagingWrite(_:)``).
-    func stagingWrite<T>(_ body: (any SQLSession) throws -> T) throws -> T {
-        if let postgres = engine as? PostgresEngine { return try postgres.stagingWrite(body) }
-        return try engine.write(body)
-    }
-
-    func stagingWriteAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        if let postgres = engine as? PostgresEngine { return try await postgres.stagingWriteAwaiting(body) }
-        return try await writeAwaiting(body)
-    }
-
     /// A scope's end comes after all its pages in the log.
     static let finishSeq: Int64 = 1 << 40
-
-    /// Whether pages and scope ends go to the staging log (a fleet worker) rather than the snapshot.
-    var stages: Bool { fleetWorker.withLock { $0 } }
 
     /// Commits pages of one scope to the staging log, fenced by the scope's claim.
     func stage(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
         guard let first = pages.first else { return [] }
         try await wrap {
-            try await stagingWriteAwaiting { [self] db in
-                try checkFence(db, source: first.source, scope: first.scope)
+            try await postgres.stagingWriteAwaiting { [fences] db in
+                try fences.check(db, source: first.source, scope: first.scope)
                 for page in pages {
                     try db.execute("""
                         INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -77,8 +62,8 @@ extension SQLSnapshotStore {
     /// Commits a scope's end to the staging log, fenced by its claim.
     func stageFinish(runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws(StoreSyncError) {
         try wrap {
-            try stagingWrite { db in
-                try checkFence(db, source: source, scope: scope)
+            try postgres.stagingWrite { db in
+                try fences.check(db, source: source, scope: scope)
                 let body: JSONValue = .object(["state": .string(state.rawValue), "error": error?.json ?? .null])
                 try db.execute("""
                     INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) VALUES (?, ?, ?, ?, NULL, ?, ?)
@@ -92,12 +77,12 @@ extension SQLSnapshotStore {
     /// over resumes (the pages staged are committed pages).
     func stagedCheckpoint(runID: Int64, source: String, scope: String) throws(StoreSyncError) -> ScopeCheckpoint? {
         try wrap {
-            try engine.read { db in
+            try postgres.read { db in
                 if let end = try db.value(as: String.self, "SELECT state FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq = ?",
                                           [runID, source, scope, Self.finishSeq]) {
                     let next = try db.value(as: Int.self, "SELECT max(page) + 1 FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ?",
                                             [runID, source, scope])
-                        ?? Self.snapshotCheckpoint(db, runID: runID, source: source, scope: scope)?.nextPage ?? 0
+                        ?? SQLSnapshotStore.snapshotCheckpoint(db, runID: runID, source: source, scope: scope)?.nextPage ?? 0
                     return ScopeCheckpoint(state: ScopeState(rawValue: end) ?? .failed, nextPage: next)
                 }
                 if let last = try db.row("""
@@ -110,7 +95,7 @@ extension SQLSnapshotStore {
                 // dropped from the log) already: the snapshot's checkpoint says where
                 // they end. Read in the same transaction, so a page is in exactly one
                 // of the two, whoever applied it and whenever.
-                return try Self.snapshotCheckpoint(db, runID: runID, source: source, scope: scope)
+                return try SQLSnapshotStore.snapshotCheckpoint(db, runID: runID, source: source, scope: scope)
             }
         }
     }
@@ -129,17 +114,17 @@ extension SQLSnapshotStore {
     /// the same claim, so no other worker wrote the source since, and what it
     /// holds (digests, seen keys) is the store's: reading them again would make
     /// a night of N scopes read the source's index N times.
-    package func applyStaged(runID: Int64, source: String, scopes: [String], continuing: Bool = false) async throws(StoreSyncError) {
+    func applyStaged(runID: Int64, source: String, scopes: [String], continuing: Bool) async throws(StoreSyncError) {
         if !continuing {
-            forgetDigests(source: source)
-            unseenByScope.withLock { $0[source] = nil }
-            try loadSeen(runID: runID)
+            snapshot.forgetDigests(source: source)
+            snapshot.unseenByScope.withLock { $0[source] = nil }
+            try snapshot.loadSeen(runID: runID)
         }
         for scope in scopes {
             while true {
                 // A few pages at a time: the log of a long scope is never held whole.
                 let events = try wrap {
-                    try engine.read { db in
+                    try postgres.read { db in
                         try db.rows("""
                             SELECT seq, page, body FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? ORDER BY seq LIMIT ?
                             """, [runID, source, scope, Self.pagesPerReplay])
@@ -161,7 +146,7 @@ extension SQLSnapshotStore {
                 }
                 if !pages.isEmpty {
                     let seqs = pages.map { Int64($0.page) }
-                    _ = try await applyNow(pages) { db in
+                    _ = try await snapshot.applyNow(pages) { db in
                         for seq in seqs {
                             try db.queueDelete(from: "fleet_pages", where: [.integer("run_id"), .text("source"), .text("scope"), .integer("seq")],
                                                [runID, source, scope, seq])
@@ -172,7 +157,7 @@ extension SQLSnapshotStore {
                     let fields = (try? JSONParser.parse(end.body).objectValue) ?? [:]
                     let state = ScopeState(rawValue: fields["state"]?.stringValue ?? "") ?? .failed
                     let problem = fields["error"].flatMap { $0 == .null ? nil : RunProblem(json: $0) }
-                    try finishScopeNow(runID: runID, source: source, scope: scope, state: state, error: problem) { db in
+                    try snapshot.finishScopeNow(runID: runID, source: source, scope: scope, state: state, error: problem) { db in
                         try db.execute("DELETE FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq = ?",
                                        [runID, source, scope, end.seq])
                     }

@@ -97,7 +97,17 @@ public struct PostgresBackend: StoreBackend {
         try openStore(url, create: false)
     }
 
+    /// A worker's store: the snapshot wrapped to stage its pages and fence its writes.
+    public func openFleet(_ url: String) throws(StoreSyncError) -> any FleetStore {
+        let (snapshot, engine) = try openStoreAndEngine(url, create: true)
+        return StagingFleetStore(snapshot: snapshot, postgres: engine)
+    }
+
     func openStore(_ url: String, create: Bool) throws(StoreSyncError) -> SQLSnapshotStore {
+        try openStoreAndEngine(url, create: create).store
+    }
+
+    private func openStoreAndEngine(_ url: String, create: Bool) throws(StoreSyncError) -> (store: SQLSnapshotStore, engine: PostgresEngine) {
         let location = try location(url)
         let engine = try engine(location)
         do {
@@ -115,7 +125,7 @@ public struct PostgresBackend: StoreBackend {
         } catch {
             throw .storage(path: location.redacted, reason: "cannot open: \(error)")
         }
-        return SQLSnapshotStore(name: location.redacted, engine: engine)
+        return (SQLSnapshotStore(name: location.redacted, engine: engine), engine)
     }
 
     /// A dry run's copy: the store read into a throwaway SQLite file, which

@@ -212,8 +212,8 @@ enum PostgresSchema {
             if storedVersion == version { return }
         }
         try db.execute(tables)
-        try db.execute(SQLSnapshotStore.fleetTables)
-        try db.execute(SQLSnapshotStore.stagingTable)
+        try db.execute(StagingFleetStore.fleetTables)
+        try db.execute(StagingFleetStore.stagingTable)
         try db.execute("DELETE FROM postgres_schema")
         try db.execute("INSERT INTO postgres_schema (version) VALUES (?)", [version])
     }
