@@ -129,10 +129,10 @@ extension SettingsReader {
         let name = string(top, "name", path: "", required: true)
         if let name, name.contains("/") { issue(value(top, "name"), "name", "must not contain '/'") }
         let store = string(top, "store", path: "", required: true)
-        if let store, PostgresLocation.isPostgres(store), let node = value(top, "store") {
+        if let store, StoreLocation.isServer(store), let node = value(top, "store") {
             // The URL's form, here rather than at the first connection: a password written in the job fails validate.
             do throws(StoreSyncError) {
-                try PostgresLocation.checkForm(store)
+                try StoreLocation.checkForm(store)
             } catch {
                 issue(node, "store", error.message + (error.remedy.map { ". " + $0 } ?? ""))
             }
@@ -204,12 +204,12 @@ extension SettingsReader {
         }
         if let nodes = value(top, "exports")?.sequence, nodes.count == exports.count { linkChangesets(&exports, nodes: nodes) }
         let notify = value(top, "notify").flatMap { notifySpec($0, environment: environment) }
-        if let name, let store, let output, !PostgresLocation.isPostgres(store), let node = value(top, "exports")?.sequence {
+        if let name, let store, let output, !StoreLocation.isServer(store), let node = value(top, "exports")?.sequence {
             refuseExportsOverTheStore(exports, nodes: node, store: resolve(store), output: resolve(output), jobName: name)
         }
         guard let name, let store, let output else { return nil }
         var spec = JobSpec(
-            name: name, file: file, storePath: PostgresLocation.isPostgres(store) ? store : resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
+            name: name, file: file, storePath: StoreLocation.isServer(store) ? store : resolve(store), outputDirectory: resolve(output), simulator: simulator, http: http,
             sources: sources, exports: exports, retention: retention)
         if let artworkSize { spec.artworkSize = artworkSize }
         spec.exportKeep = exportKeep

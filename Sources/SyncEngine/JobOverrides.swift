@@ -68,9 +68,9 @@ extension JobLoader {
         switch node.value {
         case .scalar(let scalar):
             guard scalar.text.contains("$") else { return node }
-            // A PostgreSQL URL's `${VAR}` (its password) is read when the store is
+            // A server URL's `${VAR}` (its password) is read when the store is
             // opened, so the secret never enters the job as loaded, nor any message.
-            if path == "store", PostgresLocation.isPostgres(scalar.text) { return node }
+            if path == "store", StoreLocation.isServer(scalar.text) { return node }
             switch expand(scalar.text, environment: environment) {
             case .success(let text):
                 if text != scalar.text { node.value = .scalar(typedScalar(text)) }

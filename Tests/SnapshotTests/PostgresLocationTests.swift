@@ -12,12 +12,20 @@ import TestSupport
         try PostgresLocation.parse(url, environment: environment)
     }
 
+    /// The registered engines decide what a job's `store:` names: both schemes
+    /// are PostgreSQL's (in any case), anything else is a SQLite file's path.
     @Test func recognisesBothSchemes() {
-        #expect(PostgresLocation.isPostgres("postgres://u@h/db"))
-        #expect(PostgresLocation.isPostgres("postgresql://u@h/db"))
-        #expect(PostgresLocation.isPostgres("PostgreSQL://u@h/db"))
-        #expect(!PostgresLocation.isPostgres("state/demo.sqlite"))
-        #expect(!PostgresLocation.isPostgres("postgres.sqlite"))
+        for url in ["postgres://u@h/db", "postgresql://u@h/db", "PostgreSQL://u@h/db"] {
+            #expect(PostgresLocation.isPostgres(url))
+            #expect(StoreLocation.isServer(url))
+        }
+        for path in ["state/demo.sqlite", "postgres.sqlite", "postgres:/not-a-url"] {
+            #expect(!PostgresLocation.isPostgres(path))
+            #expect(!StoreLocation.isServer(path))
+        }
+        // The form is the server engine's to check; a path has none.
+        #expect(throws: StoreSyncError.self) { try StoreLocation.checkForm("postgres://u:secret@h/db") }
+        #expect(throws: Never.self) { try StoreLocation.checkForm("state/demo.sqlite") }
     }
 
     @Test func tcpWithPortAndDefaults() throws {

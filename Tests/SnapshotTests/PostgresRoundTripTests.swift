@@ -25,20 +25,20 @@ import TestSupport
         let run1 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
         var statements: [Int] = []
         for (number, keys) in [(0, 1...100), (1, 101...2_100)].enumerated() {
-            let before = try #require(store.postgresStatementsSent)
+            let before = try #require(store.statementsSent)
             let result = try await store.apply(page(run1, keys.1.map { podcast($0, night: 1) }, page: number))
             #expect(result.added == keys.1.count)
-            statements.append(try #require(store.postgresStatementsSent) - before)
+            statements.append(try #require(store.statementsSent) - before)
         }
         try store.finishRun(run1.id, status: .ok, message: nil, at: Date(timeIntervalSince1970: 1))
 
         // Night 2: every tenth record changed, the rest as they were.
         let run2 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 2), simulated: false)
-        let before = try #require(store.postgresStatementsSent)
+        let before = try #require(store.statementsSent)
         let night2 = (1...2_100).map { podcast($0, night: $0 % 10 == 0 ? 2 : 1) }
         let result = try await store.apply(page(run2, night2, page: 0))
         #expect(result.changed == 210 && result.unchanged == 1_890)
-        statements.append(try #require(store.postgresStatementsSent) - before)
+        statements.append(try #require(store.statementsSent) - before)
 
         // 100 and 2,000 new records cost about the same statements; so does a night's change.
         #expect(statements.allSatisfy { $0 <= 20 }, "statements per page: \(statements)")
@@ -57,9 +57,9 @@ import TestSupport
         let run3 = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 4), simulated: false)
         _ = try await store.apply(page(run3, (1_501...2_100).map { podcast($0, night: $0 % 10 == 0 ? 2 : 1) }, page: 0))
         try store.finishScope(runID: run3.id, source: "src", scope: "s", state: .complete, error: nil)
-        let sweepStart = try #require(store.postgresStatementsSent)
+        let sweepStart = try #require(store.statementsSent)
         let swept = try store.sweepScope(runID: run3.id, source: "src", scope: "s", removal: RemovalPolicy(afterMisses: 1, maxRatio: 1))
-        let sweepStatements = try #require(store.postgresStatementsSent) - sweepStart
+        let sweepStatements = try #require(store.statementsSent) - sweepStart
         #expect(swept.removed == 1_500)
         #expect(sweepStatements <= 25, "statements of a sweep removing 1,500 records: \(sweepStatements)")
         #expect(try store.queryRows("SELECT count(*), min(key::bigint) FROM records") == ["600|1501"])

@@ -21,10 +21,9 @@ extension SQLSnapshotStore {
     /// PostgreSQL's schema version): each engine's own, made when a store is opened.
     func tableNames() throws -> Set<String> {
         try engine.read { db in
-            let names = switch db.engine {
-            case .sqlite:
+            let names = if db is GRDBSession {
                 try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").map { $0[0] as String }
-            case .postgres:
+            } else {
                 try db.rows("""
                     SELECT table_name FROM information_schema.tables
                     WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'

@@ -156,6 +156,24 @@ final class PostgresRunLock: Sendable {
     }
 }
 
+extension PostgresEngine {
+    /// A SQLite copy of the store, taken in one consistent read and taken
+    /// again once anything was written since (the engine's write count): the
+    /// exports' streamed reads run on it. An export reads the store after its
+    /// crawl, so a night copies it once, and the exports are byte-identical
+    /// to SQLite's by construction.
+    func exportStore(of store: SQLSnapshotStore) throws -> SQLSnapshotStore {
+        let writes = self.writes
+        if let current = store.mirror.withLock({ $0 }), current.writes == writes { return current.store }
+        let (copy, discard) = try store.sqliteCopy()
+        store.mirror.withLock { previous in
+            previous?.discard()
+            previous = (writes, copy, discard)
+        }
+        return copy
+    }
+}
+
 extension SQLSnapshotStore {
     /// The whole store copied into a new SQLite file in the temporary folder
     /// (named as a dry-run copy, so one left by a killed process is swept).
@@ -174,4 +192,12 @@ extension SQLSnapshotStore {
             throw .storage(path: path, reason: "cannot copy the store into SQLite: \(error)")
         }
     }
+}
+
+extension ServerEngine {
+    /// PostgreSQL: the store a fleet of workers shares.
+    static let postgres = ServerEngine(
+        schemes: ["postgres", "postgresql"],
+        checkForm: { url throws(StoreSyncError) in try PostgresLocation.checkForm(url) },
+        backend: { environment in PostgresBackend(environment: environment) })
 }

@@ -14,7 +14,6 @@ import Synchronization
 /// thread of Swift's cooperative pool, so it cannot starve the crawl into a
 /// deadlock.
 final class PostgresEngine: SQLEngine, @unchecked Sendable {
-    var kind: SQLEngineKind { .postgres }
     /// Names the database in messages, without its password.
     let name: String
     // One transaction at a time on each connection; NSLock rather than a
@@ -140,7 +139,7 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
 
     private let statementCounter = PostgresSession.StatementCounter()
     /// Statements the writer has sent so far: what a page costs in round trips.
-    var statementsSent: Int { statementCounter.value.load(ordering: .relaxed) }
+    var statementsSent: Int? { statementCounter.value.load(ordering: .relaxed) }
 
     private let writeCount = Atomic<Int>(0)
     /// Write transactions begun so far: a copy taken at one count is current until the next.
@@ -208,7 +207,13 @@ struct PostgresSession: SQLSession {
     private let counter: StatementCounter?
     /// Queued writes (``queueInsert(into:columns:values:id:)``), written before the next statement.
     private let queue = PostgresWriteQueue()
-    var engine: SQLEngineKind { .postgres }
+    var dialect: SQLDialect { .postgres }
+
+    /// None: a page's rows go out queued, a multi-row statement per table.
+    func preparedInsert(_ sql: String) throws -> (any PreparedInsert)? { nil }
+
+    /// None faster than the shared query, which streams the rows.
+    func digestIndex(source: String) throws -> DigestIndex? { nil }
 
     init(connection: PostgresConnection, logger: Logger, counter: StatementCounter? = nil) {
         self.connection = connection
@@ -501,4 +506,41 @@ private extension Decimal {
         NSDecimalRound(&result, &value, 0, .plain)
         return result
     }
+}
+
+extension SQLDialect {
+    /// PostgreSQL's: a server a statement away, `pg_temp`, a planner that needs no hint.
+    static let postgres = SQLDialect(
+        statementsAreRoundTrips: true,
+        indexHint: { _ in "" },
+        temporaryTable: { "pg_temp.\($0)" },
+        columns: { db, table in
+            try db.rows("""
+                SELECT column_name FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position
+                """, [table]).map { $0[0] as String }
+        })
+}
+
+extension PostgresEngine {
+    /// No indexes dropped: a PostgreSQL first load is the diff's writes without
+    /// the lookups, into indexes other readers (status, a fleet) may use meanwhile.
+    func beginBulkLoad(isEmpty: String) throws -> Bool {
+        try read { db in try db.value(isEmpty, as: Bool.self) } == true
+    }
+
+    func leaveBulkLoad() throws {}
+
+    func endBulkLoad() throws {}
+
+    /// Autovacuum reuses the space; a VACUUM FULL would lock the fleet out.
+    func reclaimFreeSpace(fraction: Double) throws -> PruneResult.Reclaim { .none }
+
+    /// The database's size, as the server counts it.
+    func bytesOnDisk() -> Int64 {
+        (try? read { db in try db.value(as: Int64.self, "SELECT pg_database_size(current_database())") } ?? 0) ?? 0
+    }
+
+    /// The server checks its pages itself (checksums, WAL replay).
+    func integrityCheck() throws -> String { "ok" }
 }

@@ -35,16 +35,7 @@ enum StoreCopy {
     /// The columns of `table` as `db` has them (SQLite's implicit rowid named
     /// where the PostgreSQL side has it as a column).
     static func columns(_ db: any SQLSession, _ table: String) throws -> [String] {
-        switch db.engine {
-        case .sqlite:
-            let names = try db.rows("SELECT name FROM pragma_table_info(?) ORDER BY cid", [table]).map { $0[0] as String }
-            return (table == "records" || table == "entities") ? ["rowid"] + names : names
-        case .postgres:
-            return try db.rows("""
-                SELECT column_name FROM information_schema.columns
-                WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position
-                """, [table]).map { $0[0] as String }
-        }
+        try db.dialect.columns(db, table)
     }
 
     /// Rows in `db`'s tables (the ones a copy moves).

@@ -57,7 +57,7 @@ public enum StoreMigration {
     /// staged but not applied, or whose claims are live, is refused instead of
     /// being copied half done (the staging log is not part of the snapshot).
     private static func refuseMidNight(_ source: SQLSnapshotStore) throws(StoreSyncError) {
-        guard source.engine.kind == .postgres else { return }
+        guard source.engine is PostgresEngine else { return }
         let (staged, live): (Int, Int)
         do {
             (staged, live) = try source.engine.read { db in

@@ -212,9 +212,6 @@ extension SQLSnapshotStore {
 
     /// `PRAGMA integrity_check`: "ok" for a sound file.
     package func integrityCheck() throws(StoreSyncError) -> String {
-        try wrap {
-            guard let sqlite else { return "ok" }  // PostgreSQL checks its pages itself (checksums, WAL replay).
-            return try sqlite.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
-        }
+        try wrap { try engine.integrityCheck() }
     }
 }

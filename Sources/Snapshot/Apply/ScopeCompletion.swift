@@ -113,7 +113,7 @@ extension SQLSnapshotStore {
         var byScope: [String: [RecordIdentity]]?
         if let unseen = index.identities(unseenIn: seen, limit: max(10_000, index.initialCount / 10)) {
             var grouped: [String: [RecordIdentity]] = [:]
-            if db.engine == .postgres {
+            if db.dialect.statementsAreRoundTrips {
                 // A query per thousand keys, not a round trip each.
                 let owners = try Self.scopes(db, source: source, of: unseen)
                 for identity in unseen {
@@ -252,7 +252,7 @@ extension SQLSnapshotStore {
             missed = unseen
         } else {
             // The covering key index holds the scope: a scan of it, never of the payloads.
-            let hint = db.engine == .sqlite ? "INDEXED BY records_by_key" : ""
+            let hint = db.dialect.indexHint("records_by_key")
             // Columns by position and entity names parsed once: this loop meets every record of the scope.
             var entities: [String: EntityKind] = [:]
             try db.forEachRow("SELECT entity, key FROM records \(hint) WHERE source = ? AND scope = ?", [source, scope]) { row in

@@ -171,23 +171,11 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// engine by construction, for one pass over the tables.
     package func snapshotFile() throws -> String { try exportMirror().path }
 
-    func exportMirror() throws -> SQLSnapshotStore {
-        guard sqlite == nil, let postgres = engine as? PostgresEngine else { return self }
-        let writes = postgres.writes
-        if let current = mirror.withLock({ $0 }), current.writes == writes { return current.store }
-        let (copy, discard) = try sqliteCopy()
-        mirror.withLock { previous in
-            previous?.discard()
-            previous = (writes, copy, discard)
-        }
-        return copy
-    }
+    func exportMirror() throws -> SQLSnapshotStore { try engine.exportStore(of: self) }
 
-    /// Statements this store's writer has sent to PostgreSQL (nil on SQLite):
-    /// what a page costs in round trips, which tests bound.
-    package var postgresStatementsSent: Int? {
-        (engine as? PostgresEngine)?.statementsSent
-    }
+    /// Statements this store's writer has sent to its server (nil for an
+    /// engine in the process): what a page costs in round trips, which tests bound.
+    package var statementsSent: Int? { engine.statementsSent }
 
     /// A store over `engine`'s tables, which the caller has brought up to date.
     init(name: String, engine: any SQLEngine) {
@@ -257,9 +245,7 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// A write transaction whose wait is not on a thread of the cooperative
     /// pool: GRDB's writer queue on SQLite, the engine's own thread on PostgreSQL.
     func writeAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        if let sqlite { return try await sqlite.write { db in try body(GRDBSession(db: db)) } }
-        if let postgres = engine as? PostgresEngine { return try await postgres.writeAwaiting(body) }
-        return try engine.write(body)
+        try await engine.writeAwaiting(body)
     }
 
     /// Fences this store's writes by a fleet worker's claims: each write of a
@@ -597,12 +583,7 @@ package final class SQLSnapshotStore: SnapshotStore {
             return (results, written)
         }
         do {
-            if let sqlite {
-                // GRDB's own writer queue: the wait is not on a thread of the cooperative pool.
-                (results, written) = try await sqlite.write { db in try transaction(GRDBSession(db: db)) }
-            } else {
-                (results, written) = try await writeAwaiting(transaction)
-            }
+            (results, written) = try await writeAwaiting(transaction)
         } catch {
             let what = pages.count == 1 ? "page \(pages[0].page)" : "pages \(pages[0].page)–\(pages[pages.count - 1].page)"
             throw .storage(path: path, reason: "applying \(what) of \(source)/\(pages[0].scope): \(error)")
@@ -705,8 +686,8 @@ package final class SQLSnapshotStore: SnapshotStore {
             let rowidFloor = try runRowidFloor(db, runID: page.runID)
             let index = try digestIndex(db, source: page.source)
             let insertSQL = "INSERT INTO records (\(Self.recordColumns.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            // SQLite's insert goes through its C API (``RawStatement``): an added record's cost is mostly this.
-            let sqliteInsert = try (db as? GRDBSession).map { RawStatement(try $0.db.cachedStatement(sql: insertSQL)) }
+            // Bound straight into a prepared statement where the engine has one: an added record's cost is mostly this.
+            let preparedInsert = try db.preparedInsert(insertSQL)
             let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership,
                                             allNew: loading != nil)
             var registry: FieldRegistryWriter?
@@ -741,7 +722,7 @@ package final class SQLSnapshotStore: SnapshotStore {
             }
             let stored = loading != nil ? preStored : index.lookup(records.lazy.map(\.identity))
             // The entities this page will merge into, read at once (PostgreSQL: one query, not one per record).
-            if db.engine == .postgres, loading == nil {
+            if db.dialect.statementsAreRoundTrips, loading == nil {
                 var merging: [(entity: EntityKind, key: String)] = []
                 for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
                     if let current = written.digests[record.identity] ?? storedDigest, current.hash == record.hash.sqliteValue { continue }
@@ -767,7 +748,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                 guard let current = written.digests[record.identity] ?? storedDigest else {
                     let mappedRecord = mapped[position] ?? MappedRecord(record, mapping, parses: payloadParses)
                     let payload = Self.storedPayload(record, mappedRecord)
-                    if let insert = sqliteInsert, let grdb = (db as? GRDBSession)?.db {
+                    if let insert = preparedInsert {
                         insert.bind(1, page.source)
                         insert.bind(2, entity)
                         insert.bind(3, record.key)
@@ -777,8 +758,7 @@ package final class SQLSnapshotStore: SnapshotStore {
                         insert.bind(7, page.runID)
                         insert.bind(8, page.runID)
                         insert.bind(9, digest.rawHash)
-                        try insert.execute(grdb)
-                        digest.rowid = grdb.lastInsertedRowID
+                        digest.rowid = try insert.run()
                     } else {
                         digest.rowid = try db.queueInsert(
                             into: "records", columns: Self.recordColumns,

@@ -97,7 +97,7 @@ struct EntityWriter {
     /// On SQLite, the entity insert and the change log's insert bound through
     /// the C API (``RawStatement``): a first load makes one of each per record,
     /// and building `StatementArguments` for them cost as much as the inserts.
-    private let sqliteInserts: (entity: RawStatement, log: RawStatement, db: Database)?
+    private let preparedInserts: (entity: any PreparedInsert, log: any PreparedInsert)?
 
     init(_ db: any SQLSession, runID: Int64, logAddedValues: Bool, owns: @escaping (Sighting) -> Set<String> = { _ in [] },
          allNew: Bool = false) throws {
@@ -106,16 +106,17 @@ struct EntityWriter {
         self.runID = runID
         self.logAddedValues = logAddedValues
         self.allNew = allNew
-        cache = db.engine == .postgres ? EntityRowCache() : nil
-        sqliteInserts = try (db as? GRDBSession).map { session in
-            (RawStatement(try session.db.cachedStatement(sql: """
+        cache = db.dialect.statementsAreRoundTrips ? EntityRowCache() : nil
+        if let entity = try db.preparedInsert("""
                 INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
-                """)),
-             RawStatement(try session.db.cachedStatement(sql: """
+                """),
+           let log = try db.preparedInsert("""
                 INSERT INTO changes (run_id, source, entity, key, op, field, before, after, entity_rowid, entity_added_run)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)),
-             session.db)
+                """) {
+            preparedInserts = (entity, log)
+        } else {
+            preparedInserts = nil
         }
     }
 
@@ -166,7 +167,7 @@ struct EntityWriter {
     /// Logs one change; a removal passes the row it removed (`removed`), whose id and first run the log keeps.
     func log(_ source: String, _ entity: EntityKind, _ key: String, _ op: String,
              field: String? = nil, before: String? = nil, after: String? = nil, removed: EntityRow? = nil) throws {
-        guard let raw = sqliteInserts else {
+        guard let raw = preparedInserts else {
             try db.queueInsert(into: "changes", columns: ["run_id", "source", "entity", "key", "op", "field", "before", "after",
                                                           "entity_rowid", "entity_added_run"],
                                values: [runID, source, entity.rawValue, key, op, field, before, after, removed?.rowid, removed?.addedRun],
@@ -183,7 +184,7 @@ struct EntityWriter {
         raw.log.bind(8, after)
         raw.log.bind(9, removed?.rowid)
         raw.log.bind(10, removed?.addedRun)
-        try raw.log.execute(raw.db)
+        _ = try raw.log.run()
     }
 
     /// A sighting was added or its record changed: merge its canonical fields in.
@@ -222,7 +223,7 @@ struct EntityWriter {
                 addedRun: Int64? = nil, log: Bool = true) throws {
         let sources = Sighting.encode([sighting])
         let rowid: Int64?
-        if let raw = sqliteInserts {
+        if let raw = preparedInserts {
             raw.entity.bind(1, entity.rawValue)
             raw.entity.bind(2, key)
             raw.entity.bind(3, text)
@@ -230,8 +231,7 @@ struct EntityWriter {
             raw.entity.bind(5, sources)
             raw.entity.bind(6, addedRun ?? runID)
             raw.entity.bind(7, addedRun ?? runID)
-            try raw.entity.execute(raw.db)
-            rowid = raw.db.lastInsertedRowID
+            rowid = try raw.entity.run()
         } else {
             rowid = try db.queueInsert(
                 into: "entities", columns: ["entity", "key", "fields", "hash", "sources", "parts", "added_run", "changed_run"],

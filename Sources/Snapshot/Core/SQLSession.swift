@@ -2,11 +2,25 @@ import Catalog
 import Foundation
 import GRDB
 
-/// The engine a ``SQLSession`` speaks to: the store's SQL is written once,
-/// in the dialect both accept, and the few places that differ ask.
-enum SQLEngineKind: Sendable {
-    case sqlite
-    case postgres
+/// Where the engines differ under the store's shared SQL, declared by each
+/// engine (``SQLDialect/sqlite``, ``SQLDialect/postgres``, each in its
+/// engine's folder): the SQL is written once, in what every engine accepts,
+/// and the few places that differ ask for a capability, never which engine
+/// they are on, so another engine is a folder that declares its own.
+struct SQLDialect: Sendable {
+    /// Whether each statement is a round trip to a server: reads of many rows
+    /// by key are then batched (a query per thousand keys, one prefetch per
+    /// page), which an engine in the process gains nothing from.
+    let statementsAreRoundTrips: Bool
+    /// The clause after a table's name that makes a query read it through
+    /// `index` (SQLite's planner may pick the table itself), or "" where the
+    /// planner needs no telling.
+    let indexHint: @Sendable (_ index: String) -> String
+    /// A temporary table's name qualified by the schema temporary tables live in.
+    let temporaryTable: @Sendable (_ name: String) -> String
+    /// The columns of `table` in their order, with an implicit row id named
+    /// where the engine has one (SQLite's `rowid` on `records` and `entities`).
+    let columns: @Sendable (_ db: any SQLSession, _ table: String) throws -> [String]
 }
 
 /// A value bound to a statement or read from a row, whichever the engine.
@@ -146,7 +160,8 @@ struct SQLRow {
 /// (`ON CONFLICT … DO UPDATE`, qualified column names in its `SET`, `rowid`
 /// as a real column on PostgreSQL); the PostgreSQL session numbers them.
 protocol SQLSession {
-    var engine: SQLEngineKind { get }
+    /// Where this engine's SQL differs.
+    var dialect: SQLDialect { get }
     /// Runs one statement; returns how many rows it changed.
     @discardableResult
     func execute(_ sql: String, _ arguments: [any SQLArgument]) throws -> Int
@@ -173,6 +188,26 @@ protocol SQLSession {
     /// Deletes the rows whose `columns` hold `values`, queued as
     /// ``queueInsert(into:columns:values:id:)`` is.
     func queueDelete(from table: String, where columns: [SQLColumn], _ values: [any SQLArgument]) throws
+    /// `sql` (an INSERT) prepared for one row after another in this transaction,
+    /// its values bound by position; nil where the engine's queued writes
+    /// (``queueInsert(into:columns:values:id:)``) are the faster way.
+    func preparedInsert(_ sql: String) throws -> (any PreparedInsert)?
+    /// Every stored digest of `source`, read the engine's fastest way; nil
+    /// where that is the shared query (``DigestIndex/load(_:source:)``).
+    func digestIndex(source: String) throws -> DigestIndex?
+}
+
+/// An insert prepared once and run once per row (``SQLSession/preparedInsert(_:)``):
+/// a page's per-record inserts bind straight into the statement, with no
+/// argument list built per row (at a million records that boxing was a fifth
+/// of SQLite's writer thread, ``RawStatement``).
+protocol PreparedInsert {
+    func bind(_ index: Int32, _ value: String)
+    func bind(_ index: Int32, _ value: String?)
+    func bind(_ index: Int32, _ value: Int64)
+    func bind(_ index: Int32, _ value: Int64?)
+    /// Runs the insert with the values bound; returns the new row's rowid.
+    func run() throws -> Int64
 }
 
 /// A column named in a queued write, with the type PostgreSQL reads its
@@ -226,108 +261,42 @@ extension SQLSession {
     }
 }
 
-/// A GRDB connection as a ``SQLSession``. Statements are cached by their
-/// text, as GRDB's own `cachedStatement` does for the store's hot paths.
-struct GRDBSession: SQLSession {
-    let db: Database
-    var engine: SQLEngineKind { .sqlite }
-
-    static func arguments(_ values: [any SQLArgument]) -> StatementArguments {
-        StatementArguments(values.map { value -> DatabaseValue in
-            switch value.sqlValue {
-            case .null: .null
-            case .integer(let integer): integer.databaseValue
-            case .real(let real): real.databaseValue
-            case .text(let text): text.databaseValue
-            }
-        })
-    }
-
-    @discardableResult
-    func execute(_ sql: String, _ arguments: [any SQLArgument]) throws -> Int {
-        if arguments.isEmpty, sql.contains(";") {
-            // Several statements (schema): GRDB runs them one by one.
-            try db.execute(sql: sql)
-            return db.changesCount
-        }
-        let statement = try db.cachedStatement(sql: sql)
-        try statement.execute(arguments: Self.arguments(arguments))
-        return db.changesCount
-    }
-
-    func insert(_ sql: String, _ arguments: [any SQLArgument], returning column: String) throws -> Int64 {
-        try execute(sql, arguments)
-        return db.lastInsertedRowID
-    }
-
-    @discardableResult
-    func queueInsert(into table: String, columns: [String], values: [any SQLArgument], id: String?) throws -> Int64? {
-        let placeholders = repeatElement("?", count: columns.count).joined(separator: ", ")
-        try execute("INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))", values)
-        return id == nil ? nil : db.lastInsertedRowID
-    }
-
-    func queueUpdate(_ table: String, key: SQLColumn, _ keyValue: any SQLArgument,
-                     set: [SQLColumn], _ values: [any SQLArgument]) throws {
-        let assignments = set.map { "\($0.name) = ?" }.joined(separator: ", ")
-        try execute("UPDATE \(table) SET \(assignments) WHERE \(key.name) = ?", values + [keyValue])
-    }
-
-    func queueDelete(from table: String, where columns: [SQLColumn], _ values: [any SQLArgument]) throws {
-        try execute("DELETE FROM \(table) WHERE \(columns.map { "\($0.name) = ?" }.joined(separator: " AND "))", values)
-    }
-
-    func rows(_ sql: String, _ arguments: [any SQLArgument]) throws -> [SQLRow] {
-        var rows: [SQLRow] = []
-        try forEachRow(sql, arguments) { rows.append($0) }
-        return rows
-    }
-
-    func forEachRow(_ sql: String, _ arguments: [any SQLArgument], _ body: (SQLRow) throws -> Void) throws {
-        let statement = try db.cachedStatement(sql: sql)
-        let names = statement.columnNames
-        let cursor = try Row.fetchCursor(statement, arguments: Self.arguments(arguments))
-        while let row = try cursor.next() {
-            var values: [SQLValue] = []
-            values.reserveCapacity(names.count)
-            for index in 0..<names.count {
-                switch row[index] as DatabaseValue {
-                case let value where value.isNull: values.append(.null)
-                case let value:
-                    switch value.storage {
-                    case .int64(let integer): values.append(.integer(integer))
-                    case .double(let real): values.append(.real(real))
-                    case .string(let text): values.append(.text(text))
-                    case .blob(let data): values.append(.text(String(decoding: data, as: UTF8.self)))
-                    case .null: values.append(.null)
-                    }
-                }
-            }
-            try body(SQLRow(names: names, values: values))
-        }
-    }
-}
-
 /// Where the snapshot's tables live and how a transaction on them is had:
 /// one SQLite file (GRDB's pool) or one PostgreSQL database.
 protocol SQLEngine: Sendable {
-    var kind: SQLEngineKind { get }
     /// Runs `body` in one write transaction: all of it commits, or none.
     func write<T>(_ body: (any SQLSession) throws -> T) throws -> T
+    /// ``write(_:)`` whose wait is not on a thread of the cooperative pool (the
+    /// engine's own writer queue or thread): a page's apply awaits it.
+    func writeAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
     /// Runs `body` over a consistent view of what is committed.
     func read<T>(_ body: (any SQLSession) throws -> T) throws -> T
-}
+    /// Statements sent to a server so far (nil for an engine in the process):
+    /// what a page costs in round trips, which tests bound.
+    var statementsSent: Int? { get }
+    /// The store the exports' streamed reads run on (``SQLSnapshotStore/exportMirror()``):
+    /// `store` itself for an engine whose reads are calls into the process,
+    /// else a local copy of it, taken again once anything was written since.
+    func exportStore(of store: SQLSnapshotStore) throws -> SQLSnapshotStore
 
-/// The SQLite engine: GRDB's pool (WAL: readers beside the one writer).
-struct SQLiteEngine: SQLEngine {
-    let pool: any DatabaseWriter
-    var kind: SQLEngineKind { .sqlite }
+    // MARK: Upkeep, where each engine does its own
 
-    func write<T>(_ body: (any SQLSession) throws -> T) throws -> T {
-        try pool.write { db in try body(GRDBSession(db: db)) }
-    }
-
-    func read<T>(_ body: (any SQLSession) throws -> T) throws -> T {
-        try pool.read { db in try body(GRDBSession(db: db)) }
-    }
+    /// Begins a first load if the store is empty (`isEmpty`: the query that
+    /// says so), trading what the engine may for speed (SQLite: its key indexes
+    /// dropped, to be built once at the end, and no sync at each checkpoint).
+    /// Returns false, having changed nothing, when the store is not empty.
+    func beginBulkLoad(isEmpty: String) throws -> Bool
+    /// The first load ends early (a page not all new): what the diff needs
+    /// from now on is built (SQLite: the entities' key index).
+    func leaveBulkLoad() throws
+    /// The first load is over: what ``beginBulkLoad(isEmpty:)`` dropped is
+    /// built again and the load made durable.
+    func endBulkLoad() throws
+    /// Hands free space back to the file system when more than `fraction` of
+    /// the store is free (after retention deleted history).
+    func reclaimFreeSpace(fraction: Double) throws -> PruneResult.Reclaim
+    /// What the store takes on disk, in bytes.
+    func bytesOnDisk() -> Int64
+    /// The engine's own check of the store's pages: "ok" for a sound store.
+    func integrityCheck() throws -> String
 }

@@ -60,37 +60,14 @@ final class DigestIndex: Sendable {
         table = Mutex(Table(digests: digests))
     }
 
-    /// Reads every record of `source` through any engine (SQLite's own read is faster: below).
+    /// Reads every record of `source`: the engine's own way where it has a
+    /// faster one (``SQLSession/digestIndex(source:)``), else this query.
     static func load(_ db: any SQLSession, source: String) throws -> DigestIndex {
-        if let grdb = db as? GRDBSession { return try load(grdb.db, source: source) }
+        if let index = try db.digestIndex(source: source) { return index }
         var digests = IdentityTable<StoredDigest>()
         try db.forEachRow("SELECT entity, key, hash, raw_hash, rowid FROM records WHERE source = ?", [source]) { row in
             guard let entity = EntityKind(rawValue: row[0]) else { return }
             digests[RecordIdentity(entity: entity, key: row[1])] = StoredDigest(hash: row[2], rawHash: row[3], rowid: row[4])
-        }
-        return DigestIndex(digests)
-    }
-
-    /// Reads every record of `source` (the covering key index and the hashes).
-    static func load(_ db: Database, source: String) throws -> DigestIndex {
-        let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM records WHERE source = ?", arguments: [source]) ?? 0
-        var digests = IdentityTable<StoredDigest>(minimumCapacity: count)
-        // Read through SQLite's C API: GRDB's Row per record was most of the
-        // ~0.8 s this read took at 1M records, before any page can be diffed.
-        let query = RawStatement(try db.makeStatement(sql: "SELECT entity, key, hash, raw_hash, rowid FROM records WHERE source = ?"))
-        query.bind(1, source)
-        // Rows come grouped by entity (the key index's order): compare with the last name before parsing one.
-        var lastName: [UInt8] = []
-        var lastEntity: EntityKind?
-        while try query.nextRow(db) {
-            let name = query.columnBytes(0)
-            if !name.elementsEqual(lastName) {
-                lastName = Array(name)
-                lastEntity = EntityKind(rawValue: String(decoding: name, as: UTF8.self))
-            }
-            guard let entity = lastEntity else { continue }
-            let digest = StoredDigest(hash: query.columnInt64(2), rawHash: query.columnOptionalInt64(3), rowid: query.columnInt64(4))
-            digests.insert(entity, keyBytes: query.columnBytes(1), digest)
         }
         return DigestIndex(digests)
     }

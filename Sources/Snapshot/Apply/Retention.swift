@@ -77,7 +77,7 @@ extension SQLSnapshotStore {
                 }
                 // The victims once, so every table loses exactly the same runs.
                 // Each engine names its schema of temporary tables its own way.
-                let victims = db.engine == .sqlite ? "temp.pruned_runs" : "pg_temp.pruned_runs"
+                let victims = db.dialect.temporaryTable("pruned_runs")
                 try db.execute("DROP TABLE IF EXISTS \(victims)")
                 try db.execute("CREATE TEMP TABLE pruned_runs (id BIGINT NOT NULL)")
                 try db.execute("""
@@ -98,49 +98,12 @@ extension SQLSnapshotStore {
         return result
     }
 
-    /// Hands free pages back to the file system when they are more than
-    /// ``reclaimFraction`` of the file.
-    ///
-    /// A file created without `auto_vacuum` cannot shrink but by a full
-    /// `VACUUM` (SQLite only changes that setting while rebuilding the file),
-    /// so the first reclaim is one, and it turns incremental vacuum on: every
-    /// later one only moves the pages past the last used one. Rowids survive
-    /// both (every rowid table of the store is indexed or has an INTEGER
-    /// PRIMARY KEY, which VACUUM keeps). The write-ahead log, which a VACUUM
-    /// fills with the whole file, is truncated afterwards.
+    /// Hands free space back to the file system when it is more than
+    /// ``reclaimFraction`` of the store (the engine's way: ``SQLEngine/reclaimFreeSpace(fraction:)``).
     func reclaimFreePages() throws(StoreSyncError) -> PruneResult.Reclaim {
-        // PostgreSQL's autovacuum reuses the space; a VACUUM FULL would lock the fleet out.
-        guard let sqlite else { return .none }
-        return try wrap {
-            try sqlite.writeWithoutTransaction { grdb in
-                let db = GRDBSession(db: grdb)
-                let pages = try db.value(as: Int.self, "PRAGMA page_count") ?? 0
-                let free = try db.value(as: Int.self, "PRAGMA freelist_count") ?? 0
-                guard pages > 0, Double(free) >= Self.reclaimFraction * Double(pages) else { return .none }
-                let reclaim: PruneResult.Reclaim
-                // 2 = INCREMENTAL.
-                if try db.value(as: Int.self, "PRAGMA auto_vacuum") == 2 {
-                    try db.execute("PRAGMA incremental_vacuum")
-                    reclaim = .incremental
-                } else {
-                    try db.execute("PRAGMA auto_vacuum = INCREMENTAL")
-                    try db.execute("VACUUM")
-                    reclaim = .full
-                }
-                try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                return reclaim
-            }
-        }
+        try wrap { try engine.reclaimFreeSpace(fraction: Self.reclaimFraction) }
     }
 
-    /// The main file and its write-ahead log, in bytes; PostgreSQL's database size.
-    func bytesOnDisk() -> Int64 {
-        guard sqlite != nil else {
-            return (try? engine.read { db in try db.value(as: Int64.self, "SELECT pg_database_size(current_database())") } ?? 0) ?? 0
-        }
-        return [path, path + "-wal"].reduce(0) { total, file in
-            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
-            return total + size
-        }
-    }
+    /// What the store takes on disk, in bytes.
+    func bytesOnDisk() -> Int64 { engine.bytesOnDisk() }
 }

@@ -66,35 +66,7 @@ extension SQLSnapshotStore {
     /// once. A run killed in between leaves the key indexes missing; opening
     /// the store builds them again.
     package func beginFirstLoad() throws(StoreSyncError) -> Bool {
-        guard sqlite != nil else {
-            let empty = try wrap {
-                try engine.read { db in
-                    try db.value(Self.storeIsEmpty, as: Bool.self)
-                }
-            }
-            if empty == true { firstLoad.withLock { $0 = FirstLoadState() } }
-            return empty == true
-        }
-        // Outside a transaction: SQLite refuses to change the safety level within one.
-        try wrap { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") } }
-        let began: Bool
-        do {
-            began = try wrap {
-                try pool.write { db in
-                    guard try Bool.fetchOne(db, sql: Self.storeIsEmpty) == true else { return false }
-                    try db.execute(sql: "DROP INDEX IF EXISTS records_by_key")
-                    try db.execute(sql: "DROP INDEX IF EXISTS entities_by_key")
-                    return true
-                }
-            }
-        } catch {
-            try? wrap { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") } }
-            throw error
-        }
-        guard began else {
-            try wrap { try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") } }
-            return false
-        }
+        guard try wrap({ try engine.beginBulkLoad(isEmpty: Self.storeIsEmpty) }) else { return false }
         firstLoad.withLock { $0 = FirstLoadState() }
         return true
     }
@@ -105,26 +77,7 @@ extension SQLSnapshotStore {
     /// and the database file).
     package func endFirstLoad() throws(StoreSyncError) {
         firstLoad.withLock { $0 = nil }
-        guard sqlite != nil else { return }
-        try wrap {
-            // The sorts run with an 8 MiB cache, not the writer's 32: SQLite sizes a
-            // sort's in-memory runs by the cache, and the cache filled by the load
-            // plus 32 MiB runs were the load's peak of memory (1M records: +32 MB
-            // over the rest of the load, in the last seconds).
-            try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA shrink_memory")
-                try db.execute(sql: "PRAGMA cache_size = -8192")
-            }
-            defer { try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size = \(Self.writerCacheSize)") } }
-            try pool.write { db in
-                try db.execute(sql: Schema.keyIndex)
-                try db.execute(sql: Schema.entityKeyIndex)
-            }
-            try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)")
-            }
-        }
+        try wrap { try engine.endBulkLoad() }
     }
 
     /// `page` made ready for the first-load mode and claimed, or nil when it
@@ -238,9 +191,7 @@ extension SQLSnapshotStore {
     /// the entities' key index is built now, and pages are diffed from here on.
     func leaveFirstLoad() throws(StoreSyncError) {
         guard firstLoad.withLock({ $0 != nil }) else { return }
-        if sqlite != nil {
-            _ = try wrap { try engine.write { db in try db.execute(Schema.entityKeyIndex) } }
-        }
+        try wrap { try engine.leaveBulkLoad() }
         firstLoad.withLock { $0 = nil }
     }
 }
