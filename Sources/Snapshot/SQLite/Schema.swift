@@ -6,11 +6,59 @@ enum Schema {
     /// The records' key index (migration v9). A first load drops it and builds
     /// it again at the end (``SnapshotStore/beginFirstLoad()``); opening a
     /// store builds it if a killed first load left it missing.
-    static let keyIndex = "CREATE INDEX IF NOT EXISTS records_by_key ON records(source, entity, key, hash, raw_hash, scope)"
+    static let keyIndex = declaredIndex("records_by_key")
 
     /// The entities' key index (migration v10), which a first load drops and
     /// builds again like ``keyIndex``.
-    static let entityKeyIndex = "CREATE UNIQUE INDEX IF NOT EXISTS entities_by_key ON entities(entity, key)"
+    static let entityKeyIndex = declaredIndex("entities_by_key")
+
+    private static func declaredIndex(_ name: String) -> String {
+        guard let declared = StoreSchema.indexes.first(where: { $0.name == name }) else { preconditionFailure("no index \(name) in StoreSchema") }
+        return index(declared)
+    }
+
+    /// The tables and indexes of ``StoreSchema`` as SQLite declares them: what
+    /// the migrations below must end in (a test compares a migrated store with
+    /// a database made from this). Integers, reals and text are SQLite's own
+    /// (64-bit, bytewise); a table stored in key order is `WITHOUT ROWID`; an
+    /// index that covers columns sorts by them too (SQLite has no INCLUDE), and
+    /// so cannot be UNIQUE (the store, the only writer, inserts only keys its
+    /// digest index does not hold).
+    static var declared: String {
+        var sql: [String] = []
+        for table in StoreSchema.tables {
+            var lines = table.columns.map { column in
+                var text = column.name + " " + type(column.type)
+                let isRowid = table.rowid == .integerKey(column.name)
+                // An INTEGER PRIMARY KEY is the row id: never NULL, and declared without NOT NULL.
+                if isRowid { text += " PRIMARY KEY" } else if !column.nullable { text += " NOT NULL" }
+                if let value = column.defaultValue { text += " DEFAULT \(value)" }
+                if let check = column.checkClause { text += " " + check }
+                if let target = column.references { text += " REFERENCES \(target)" }
+                return text
+            }
+            if table.rowid == .none, !table.primaryKey.isEmpty { lines.append("PRIMARY KEY (\(table.primaryKey.joined(separator: ", ")))") }
+            sql.append("CREATE TABLE \(table.name) (\(lines.joined(separator: ", ")))" + (table.keyOrdered ? " WITHOUT ROWID" : ""))
+        }
+        sql += StoreSchema.indexes.map(index)
+        return sql.joined(separator: ";\n")
+    }
+
+    static func type(_ type: ColumnSchema.ColumnType) -> String {
+        switch type {
+        case .integer: "INTEGER"
+        case .real: "REAL"
+        case .text: "TEXT"
+        }
+    }
+
+    /// `index` as SQLite creates it.
+    static func index(_ index: IndexSchema) -> String {
+        let unique = index.unique && index.covering.isEmpty
+        var line = "CREATE \(unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(index.name) ON \(index.table)(\((index.columns + index.covering).joined(separator: ", ")))"
+        if let condition = index.condition { line += " WHERE \(condition)" }
+        return line
+    }
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -232,7 +280,8 @@ enum Schema {
             // so the index is no longer UNIQUE; the store is the only writer
             // (run lock) and inserts only keys its digest index does not hold.
             try db.execute(sql: "DROP INDEX records_by_key")
-            try db.execute(sql: keyIndex)
+            // As v9 made it (the declaration's today; a later change is a migration of its own).
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS records_by_key ON records(source, entity, key, hash, raw_hash, scope)")
         }
         migrator.registerMigration("v10: one row per entity") { db in
             // `records` keeps what each source said (its raw payload, hash and
