@@ -29,6 +29,18 @@ package enum AtomicFile {
     /// outside it is refused, naming the link and its target.
     @TaskLocal package static var confinedTo: URL?
 
+    /// Set (``FeedSameness/keepingUnchanged(_:)``) while feed documents are
+    /// written, which may say what the published ones say but for the build
+    /// date they carry: a document whose content equals the published file's
+    /// (``FeedSameness/sameContent(_:_:)``) leaves the published file as it
+    /// is, untouched, and the new one goes.
+    ///
+    /// A flag rather than the comparison itself: a closure bound as a task-local
+    /// value on a thread that runs no task (the exports run on one of their own,
+    /// ``Catalog/awaitOffPool(_:)``) crashed optimized builds of Swift 6.3 inside
+    /// `swift_task_localValuePush`; a plain value does not.
+    @TaskLocal package static var keepsUnchangedFeeds = false
+
     /// Atomically replaces (or creates) the file at `url` with what `body` writes.
     ///
     /// Missing parent directories are created. New files get mode `0666` minus the
@@ -41,12 +53,6 @@ package enum AtomicFile {
     /// - Returns: what `body` returns.
     /// - Throws: ``ExportError/io(operation:path:errno:)`` naming the path and the
     ///   failing system call, or whatever `body` throws.
-    /// Set (``FeedSameness``) while files are written that may say what the
-    /// published ones say but for the build date they carry: called with the
-    /// published file and the one written under a temporary name, and when it
-    /// answers true the published file stays, untouched, and the new one goes.
-    @TaskLocal package static var keepsPublishedIf: (@Sendable (_ published: URL, _ written: URL) -> Bool)?
-
     @discardableResult
     package static func write<R>(to url: URL, _ body: (inout OutputSink) throws -> R) throws -> R {
         guard url.isFileURL else {
@@ -82,7 +88,7 @@ package enum AtomicFile {
         if fsync(fd) != 0 { throw ExportError.io(operation: "fsync", path: tempPath, errno: errno) }
         fdOpen = false
         if close(fd) != 0 { throw ExportError.io(operation: "close", path: tempPath, errno: errno) }
-        if let same = keepsPublishedIf, FileManager.default.fileExists(atPath: destinationPath), same(destination, tempURL) {
+        if keepsUnchangedFeeds, FileManager.default.fileExists(atPath: destinationPath), FeedSameness.sameContent(destination, tempURL) {
             // The deferred unlink removes the new copy.
             return result
         }

@@ -15,7 +15,7 @@ enum FeedSameness {
     /// Runs `body` (which writes feed documents through ``AtomicFile``) so
     /// that a document equal to the published one but for its date is not written.
     static func keepingUnchanged<R>(_ body: () throws -> R) rethrows -> R {
-        try AtomicFile.$keepsPublishedIf.withValue({ published, written in sameContent(published, written) }) { try body() }
+        try AtomicFile.$keepsUnchangedFeeds.withValue(true) { try body() }
     }
 
     static func sameContent(_ published: URL, _ written: URL) -> Bool {
