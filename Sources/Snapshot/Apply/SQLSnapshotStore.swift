@@ -576,6 +576,7 @@ package final class SQLSnapshotStore: SnapshotStore {
             var written = BatchWrites()
             var results: [PageResult] = []
             for step in steps { results.append(try step(db, &written)) }
+            try written.pages.write(db)
             try alongside?(db)
             // Renewed again at the commit: a batch that took longer than a lease
             // commits with its claim alive from now, not from when it began.
@@ -815,42 +816,9 @@ package final class SQLSnapshotStore: SnapshotStore {
                 if repeated { result.duplicates += 1 } else { result.unchanged += 1 }
                 result.unread += 1
             }
-            try Self.recordPage(db, page, keyList: keyList, result: result)
+            // Its memo, key list, checkpoint and counters: written once for the batch, at its end.
+            written.pages.add(page, keyList: keyList, result: result)
             return result
-        }
-    }
-
-    /// The page's bookkeeping beside its records, as ``apply(_:)`` writes it:
-    /// its memo and key list, the scope's checkpoint and the source's counters.
-    static func recordPage(_ db: any SQLSession, _ page: PageInput, keyList: String, result: PageResult) throws {
-        if let memo = page.memo {
-            try db.execute("""
-                INSERT INTO page_memos (source, scope, page, url, etag, last_modified, body_hash, row_count, has_next, keys)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (source, scope, page) DO UPDATE SET url = excluded.url, etag = excluded.etag,
-                    last_modified = excluded.last_modified, body_hash = excluded.body_hash, row_count = excluded.row_count,
-                    has_next = excluded.has_next, keys = excluded.keys
-                """, [page.source, page.scope, page.page, memo.url, memo.etag, memo.lastModified,
-                                 memo.bodyHash.sqliteValue, memo.rowCount, memo.hasNext, keyList])
-        }
-        try db.execute("""
-            INSERT INTO run_pages (run_id, source, scope, page, keys) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (run_id, source, scope, page) DO UPDATE SET keys = excluded.keys
-            """,
-                       [page.runID, page.source, page.scope, page.page, keyList])
-        try db.execute("""
-            INSERT INTO scopes (source, scope, run_id, next_page, state) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (source, scope) DO UPDATE SET run_id = excluded.run_id, next_page = excluded.next_page,
-                state = excluded.state, error = NULL, error_code = NULL, error_url = NULL
-            """, [page.source, page.scope, page.runID, page.page + 1, page.completesScope ? "complete" : "running"])
-        try addCounts(db, runID: page.runID, source: page.source, pages: 1, requests: page.requests,
-                      added: result.added, changed: result.changed, unchanged: result.unchanged,
-                      removed: 0, skipped: page.skippedRows, seconds: page.seconds,
-                      recordWrites: result.recordRowsWritten)
-        if page.driftRows > 0 || result.unread > 0 {
-            try db.execute("""
-                UPDATE run_sources SET drift = drift + ?, unchanged_pages = unchanged_pages + ? WHERE run_id = ? AND source = ?
-                """, [page.driftRows, result.unread > 0 ? 1 : 0, page.runID, page.source])
         }
     }
 
@@ -936,6 +904,8 @@ struct BatchWrites: Sendable {
     var digests: [RecordIdentity: StoredDigest] = [:]
     /// What each record changed (not added) held when the run began.
     var starts: [RecordIdentity: Int64] = [:]
+    /// The pages' memos, key lists, checkpoints and counters, written at the batch's end.
+    var pages = PageBookkeeping()
 }
 
 /// A record the diff will write, mapped into the canonical model.
