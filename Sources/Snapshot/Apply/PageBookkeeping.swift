@@ -56,16 +56,18 @@ struct PageBookkeeping: Sendable {
         checkpoints[scope] = (page.runID, page.page + 1, page.completesScope ? ScopeState.complete.rawValue : ScopeState.running.rawValue)
         let source = SourceKey(runID: page.runID, source: page.source)
         if counts[source] == nil { countOrder.append(source) }
-        counts[source, default: Counts()].pages += 1
-        counts[source]?.requests += page.requests
-        counts[source]?.added += result.added
-        counts[source]?.changed += result.changed
-        counts[source]?.unchanged += result.unchanged
-        counts[source]?.skipped += page.skippedRows
-        counts[source]?.seconds += page.seconds
-        counts[source]?.recordWrites += result.recordRowsWritten
-        counts[source]?.drift += page.driftRows
-        counts[source]?.unchangedPages += result.unread > 0 ? 1 : 0
+        var sums = counts[source] ?? Counts()
+        sums.pages += 1
+        sums.requests += page.requests
+        sums.added += result.added
+        sums.changed += result.changed
+        sums.unchanged += result.unchanged
+        sums.skipped += page.skippedRows
+        sums.seconds += page.seconds
+        sums.recordWrites += result.recordRowsWritten
+        sums.drift += page.driftRows
+        sums.unchangedPages += result.unread > 0 ? 1 : 0
+        counts[source] = sums
     }
 
     /// Rows to a statement: well within both engines' limits on bound values
