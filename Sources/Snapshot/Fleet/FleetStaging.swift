@@ -48,7 +48,7 @@ extension StagingFleetStore {
                         ON CONFLICT (run_id, source, scope, seq) DO UPDATE SET body = excluded.body, state = excluded.state
                         """, [page.runID, page.source, page.scope, Int64(page.page), page.page,
                               page.completesScope ? ScopeState.complete.rawValue : ScopeState.running.rawValue,
-                              CanonicalJSON.string(Self.encode(page))])
+                              Self.encode(page)])
                 }
             }
         }
@@ -174,19 +174,25 @@ extension StagingFleetStore {
 
     // MARK: The log's pages as text
 
-    static func encode(_ page: PageInput) -> JSONValue {
+    /// A staged page as text: its records' canonical payloads verbatim, one
+    /// element each of `payloads`, beside the rest of the page as plain JSON.
+    ///
+    /// Why not one JSON value: a payload held as a JSON string is escaped
+    /// character by character when staged, and unescaped into a new string when
+    /// replayed, for text that is JSON already; held as the element it is, it is
+    /// copied in and, at the replay, delimited and copied out
+    /// (``JSONParser/rows(ofPageIn:rowsMember:)``), never parsed as a page.
+    static func encode(_ page: PageInput) -> String {
         func identities(_ list: [RecordIdentity]) -> JSONValue {
             .array(list.map { .array([.string($0.entity.rawValue), .string($0.key)]) })
         }
         var object: [String: JSONValue] = [
+            // One array a record, in the payloads' order: entity, key, hash, then the raw hash and field order where it has them.
             "records": .array(page.records.map { record in
-                var fields: [String: JSONValue] = [
-                    "e": .string(record.entity.rawValue), "k": .string(record.key), "p": .string(record.payload),
-                    "h": .int(record.hash.sqliteValue),
-                ]
-                if let raw = record.rawHash { fields["r"] = .int(raw.sqliteValue) }
-                if let order = record.fieldOrder { fields["o"] = .array(order.map(JSONValue.string)) }
-                return .object(fields)
+                var fields: [JSONValue] = [.string(record.entity.rawValue), .string(record.key), .int(record.hash.sqliteValue),
+                                           record.rawHash.map { .int($0.sqliteValue) } ?? .null]
+                if let order = record.fieldOrder { fields.append(.array(order.map(JSONValue.string))) }
+                return .array(fields)
             }),
             "requests": .int(Int64(page.requests)), "skipped": .int(Int64(page.skippedRows)), "seconds": .double(page.seconds),
             "unchanged": identities(page.unchangedKeys), "raw": identities(page.rawUnchanged),
@@ -199,18 +205,50 @@ extension StagingFleetStore {
                 "rows": .int(Int64(memo.rowCount)), "next": memo.hasNext.map(JSONValue.bool) ?? .null,
             ])
         }
-        return .object(object)
+        var text: [UInt8] = []
+        text.reserveCapacity(page.records.reduce(256) { $0 + $1.payload.utf8.count + 1 } + 64 * page.records.count)
+        text.append(contentsOf: #"{"payloads":["#.utf8)
+        for (position, record) in page.records.enumerated() {
+            if position > 0 { text.append(UInt8(ascii: ",")) }
+            text.append(contentsOf: record.payload.utf8)
+        }
+        text.append(contentsOf: "],".utf8)
+        // The rest of the page's members, after its opening brace.
+        text.append(contentsOf: CanonicalJSON.encodeObject(object).dropFirst())
+        return String(decoding: text, as: UTF8.self)
     }
 
     static func decodePage(_ text: String, runID: Int64, source: String, scope: String) -> PageInput? {
-        guard let fields = try? JSONParser.parse(text).objectValue, let pageNumber = fields["page"]?.intValue else { return nil }
-        func identities(_ value: JSONValue?) -> [RecordIdentity] {
-            (value?.arrayValue ?? []).compactMap { pair in
-                guard let items = pair.arrayValue, items.count == 2, let entity = items[0].stringValue.flatMap(EntityKind.init(rawValue:)),
-                      let key = items[1].stringValue else { return nil }
-                return RecordIdentity(entity: entity, key: key)
+        var text = text
+        return text.withUTF8 { buffer -> PageInput? in
+            guard let (payloadRanges, fields) = JSONParser.rows(ofPageIn: buffer, rowsMember: "payloads") else {
+                return stagedByEarlierRelease(buffer, runID: runID, source: source, scope: scope)
             }
+            guard let metas = fields["records"]?.arrayValue, metas.count == payloadRanges.count,
+                  let pageNumber = fields["page"]?.intValue else { return nil }
+            var records: [Catalog.Record] = []
+            records.reserveCapacity(metas.count)
+            for (meta, range) in zip(metas, payloadRanges) {
+                guard let items = meta.arrayValue, items.count >= 4,
+                      let entity = items[0].stringValue.flatMap(EntityKind.init(rawValue:)),
+                      let key = items[1].stringValue, let hash = items[2].intValue else { return nil }
+                let payload = UnsafeBufferPointer(rebasing: buffer[range])
+                // The row is delimited, not parsed: its hash says it is the payload staged.
+                guard ContentHash(bytes: payload).sqliteValue == hash else { return nil }
+                var decoded = Catalog.Record(entity: entity, key: key, payload: String(decoding: payload, as: UTF8.self),
+                                             hash: ContentHash(sqliteValue: hash))
+                decoded.rawHash = items[3].intValue.map(ContentHash.init(sqliteValue:))
+                decoded.fieldOrder = items.count > 4 ? items[4].arrayValue?.compactMap(\.stringValue) : nil
+                records.append(decoded)
+            }
+            return page(fields, number: Int(pageNumber), records: records, runID: runID, source: source, scope: scope)
         }
+    }
+
+    /// A page staged by a release before 2026-12 (a worker upgraded within a
+    /// night): one JSON value, each record an object with its payload as a string.
+    private static func stagedByEarlierRelease(_ buffer: UnsafeBufferPointer<UInt8>, runID: Int64, source: String, scope: String) -> PageInput? {
+        guard let fields = try? JSONParser.parse(buffer).objectValue, let pageNumber = fields["page"]?.intValue else { return nil }
         var records: [Catalog.Record] = []
         for value in fields["records"]?.arrayValue ?? [] {
             guard let record = value.objectValue, let entity = record["e"]?.stringValue.flatMap(EntityKind.init(rawValue:)),
@@ -220,13 +258,26 @@ extension StagingFleetStore {
             decoded.fieldOrder = record["o"]?.arrayValue?.compactMap(\.stringValue)
             records.append(decoded)
         }
+        return page(fields, number: Int(pageNumber), records: records, runID: runID, source: source, scope: scope)
+    }
+
+    /// The page around its records, from its other members.
+    private static func page(_ fields: [String: JSONValue], number: Int, records: [Catalog.Record],
+                             runID: Int64, source: String, scope: String) -> PageInput {
+        func identities(_ value: JSONValue?) -> [RecordIdentity] {
+            (value?.arrayValue ?? []).compactMap { pair in
+                guard let items = pair.arrayValue, items.count == 2, let entity = items[0].stringValue.flatMap(EntityKind.init(rawValue:)),
+                      let key = items[1].stringValue else { return nil }
+                return RecordIdentity(entity: entity, key: key)
+            }
+        }
         var memo: PageMemo?
         if let stored = fields["memo"]?.objectValue, let url = stored["url"]?.stringValue, let body = stored["body"]?.intValue {
             memo = PageMemo(url: url, etag: stored["etag"]?.stringValue, lastModified: stored["lastModified"]?.stringValue,
                             bodyHash: ContentHash(sqliteValue: body), rowCount: Int(stored["rows"]?.intValue ?? 0),
                             hasNext: stored["next"].flatMap { if case .bool(let flag) = $0 { flag } else { nil } })
         }
-        var page = PageInput(runID: runID, source: source, scope: scope, page: Int(pageNumber), records: records,
+        var page = PageInput(runID: runID, source: source, scope: scope, page: number, records: records,
                              requests: Int(fields["requests"]?.intValue ?? 0), skippedRows: Int(fields["skipped"]?.intValue ?? 0),
                              seconds: fields["seconds"].flatMap { if case .double(let value) = $0 { value } else { $0.intValue.map(Double.init) } } ?? 0,
                              unchangedKeys: identities(fields["unchanged"]), memo: memo)
