@@ -32,6 +32,9 @@ package final class Fetcher: Sendable {
         /// Hosts found unreachable (no such name, connection refused), with why:
         /// nothing more is sent to them in this run.
         var unreachable: [String: String] = [:]
+        /// When a request last waited for its host's budget (its rate limit, a
+        /// server's pause) or was refused for going too fast.
+        var lastPacedAt = -Double.infinity
     }
     private let state: Mutex<State>
 
@@ -58,6 +61,14 @@ package final class Fetcher: Sendable {
     }
 
     package var stats: RequestCounts { state.withLock { $0.stats } }
+
+    /// Whether, within the last `seconds`, a request waited for its host's
+    /// budget (a rate limit, a server's pause) or was refused for going too
+    /// fast: more requests at once would only queue behind the same budget.
+    package func pacedRecently(within seconds: Double) -> Bool {
+        let last = state.withLock { $0.lastPacedAt }
+        return clock.now() - last <= seconds
+    }
 
     /// Returns a 2xx or 304 response; throws ``StoreSyncError`` naming the URL otherwise.
     ///
@@ -216,7 +227,10 @@ package final class Fetcher: Sendable {
                 return .failure(.hostUnreachable(url: url.absoluteString, host: host, reason: reason, sent: false))
             }
             do {
-                try await limiter.acquire(host: host)
+                if try await limiter.acquire(host: host) {
+                    let now = clock.now()
+                    state.withLock { $0.lastPacedAt = now }
+                }
             } catch {
                 return .failure(.fetchFailed(url: url.absoluteString, reason: "cancelled", remedy: "The run was stopped; the next run fetches it again"))
             }
@@ -252,7 +266,13 @@ package final class Fetcher: Sendable {
                 state.withLock { $0.stats.failures += 1 }
                 return .failure(.gone(url: url.absoluteString, status: status))
             case .retry(let reason, let throttled, let retryAfter):
-                if throttled { state.withLock { $0.stats.throttled += 1 } }
+                if throttled {
+                    let now = clock.now()
+                    state.withLock {
+                        $0.stats.throttled += 1
+                        $0.lastPacedAt = now
+                    }
+                }
                 if let retryAfter, retryAfter > settings.backoffMaxSeconds {
                     // Waiting would hold the run (and the store's lock) for as long as the
                     // server likes: the page fails now and the next night asks again.

@@ -42,10 +42,12 @@ package final class RateLimiter: Sendable {
     /// Waits until a request to `host` may go out, and books its slot.
     ///
     /// Throws only when the waiting task is cancelled (whatever the clock's
-    /// sleep throws).
-    package func acquire(host: String) async throws {
+    /// sleep throws). Returns whether the request had to wait for its slot.
+    @discardableResult
+    package func acquire(host: String) async throws -> Bool {
         let host = host.lowercased()
         let perMinute = limits(host).flatMap { $0 > 0 ? $0 : nil }
+        var waited = false
         while true {
             let now = clock.now()
             let slot = hosts.withLock { hosts -> Double in
@@ -64,12 +66,15 @@ package final class RateLimiter: Sendable {
                 }
                 return slot
             }
-            if slot > now { try await clock.sleep(seconds: slot - now) }
+            if slot > now {
+                waited = true
+                try await clock.sleep(seconds: slot - now)
+            }
             // A pause asked for while this caller slept overrides the slot it
             // had booked: going out now would be exactly the request the
             // server just told us not to send.
             let paused = hosts.withLock { $0[host]?.pausedUntil ?? -.infinity }
-            if paused <= slot { return }
+            if paused <= slot { return waited }
         }
     }
 

@@ -86,4 +86,45 @@ import TestSupport
         #expect(itunes == [0, 30, 33, 36, 39, 42])
         #expect(fetcher.stats.throttled == 1)
     }
+
+    /// What a fleet's worker asks before it claims another scope at once: did a
+    /// request wait for its host's budget, or was one refused for its pace, lately?
+    @Test func aRequestThatWaitedForItsHostIsPacing() async throws {
+        let clock = VirtualClock()
+        let transport = transport(clock)
+        let fetcher = fetcher(transport, clock: clock)
+        let itunes = URL(string: "https://itunes.apple.com/search?term=x")!
+        let pacing = Shared<[Bool]>([])
+        try await clock.run(tasks: 1) { _ in
+            let note = { _ = pacing.withLock { $0.append(fetcher.pacedRecently(within: 1)) } }
+            note()
+            // The first request of a limited host goes at once, so does one to a host with no limit.
+            _ = try await fetcher.get(itunes, bypassCache: true)
+            _ = try await fetcher.get(URL(string: "http://127.0.0.1:8080/a")!)
+            note()
+            // The second waits 3 s for its slot (20 a minute).
+            _ = try await fetcher.get(itunes, bypassCache: true)
+            note()
+            try await clock.sleep(seconds: 1.5)
+            note()
+        }
+        #expect(pacing.withLock { $0 } == [false, false, true, false])
+    }
+
+    @Test func aRefusalForThePaceIsPacing() async throws {
+        let clock = VirtualClock()
+        let transport = ScriptedTransport(clock: clock) { request, n in
+            n == 0 ? .success(HTTPResponse(url: request.url, status: 429, headers: ["Retry-After": "2"]))
+                   : .success(ScriptedTransport.json("{}", url: request.url))
+        }
+        let fetcher = Fetcher(transport: transport, settings: HTTPSettings(), clock: clock, random: { 0.5 })
+        let paced = Shared(false)
+        try await clock.run(tasks: 1) { _ in
+            _ = try await fetcher.get(URL(string: "http://127.0.0.1:8080/a")!)
+            // No rate limit: the wait was the server's (its 429 and Retry-After), which ended 0 s ago.
+            paced.withLock { $0 = fetcher.pacedRecently(within: 2.5) }
+        }
+        #expect(paced.withLock { $0 })
+        #expect(fetcher.stats.throttled == 1)
+    }
 }
