@@ -110,7 +110,7 @@ extension Benchmark {
     }
 
     /// The job every run of the task crawls; `store` is filled in per run.
-    func fleetJob(name: String, base: String, store: String) throws -> String {
+    func fleetJob(name: String, base: String, store: String, clientRequestsPerMinute: Double?) throws -> String {
         let path = "\(work)/fleet-\(name).yml"
         try """
             name: bench-fleet
@@ -118,9 +118,11 @@ extension Benchmark {
             output: \(work)/out-fleet
             http:
               concurrency: 4
-              # The simulator's per-client limit is what binds, not the client's own:
-              # a refused request waits its Retry-After and is tried again.
-              defaultRequestsPerMinute: 1000000
+              # The service's per-client limit, where it has one, as deploy/README tells
+              # users to set it (each worker is its own client): the worker then paces its
+              # requests rather than learning the limit from refusals. A refused request
+              # still waits its Retry-After and is tried again.
+              defaultRequestsPerMinute: \(clientRequestsPerMinute.map { String(format: "%g", $0) } ?? "1000000")
               maxAttempts: 20
             sources:
               - name: podcasts
@@ -153,11 +155,12 @@ extension Benchmark {
             }
             log("\(task): \(FleetNight.scopes) search scopes of \(FleetNight.pagesPerScope) pages, "
                 + "1 SQLite process, then \(options.fleetWorkers.map(String.init).joined(separator: ", ")) PostgreSQL workers")
-            let sqlite = try fleetSQLite(task: task, base: base)
+            let limit = limited ? rate : nil
+            let sqlite = try fleetSQLite(task: task, base: base, clientRequestsPerMinute: limit)
             if let sqlite { rows.append(sqlite) }
             for workers in options.fleetWorkers {
                 if let row = try fleetWorkers(task: task, workers: workers, base: base, postgres: postgres,
-                                              expectedPages: sqlite?.records) {
+                                              clientRequestsPerMinute: limit, expectedPages: sqlite?.records) {
                     rows.append(row)
                 }
             }
@@ -172,9 +175,9 @@ extension Benchmark {
     }
 
     /// The single process on SQLite, as a night runs today.
-    func fleetSQLite(task: String, base: String) throws -> Row? {
+    func fleetSQLite(task: String, base: String, clientRequestsPerMinute: Double?) throws -> Row? {
         let store = "\(work)/fleet.sqlite"
-        let job = try fleetJob(name: "sqlite", base: base, store: store)
+        let job = try fleetJob(name: "sqlite", base: base, store: store, clientRequestsPerMinute: clientRequestsPerMinute)
         let report = "\(work)/fleet-sqlite.json"
         var times: [Double] = []
         var peak = 0
@@ -198,14 +201,16 @@ extension Benchmark {
     }
 
     /// `workers` processes of one fleet on a fresh PostgreSQL database, each its own client.
-    func fleetWorkers(task: String, workers: Int, base: String, postgres: BenchPostgres, expectedPages: Int?) throws -> Row? {
+    func fleetWorkers(task: String, workers: Int, base: String, postgres: BenchPostgres, clientRequestsPerMinute: Double?,
+                      expectedPages: Int?) throws -> Row? {
         var times: [Double] = []
         var peak = 0
         var figures = RunFigures(pages: 0, throttled: 0)
         for repetition in 0..<options.repetitions {
             let fleet = "bench-\(task.hasSuffix("no limit") ? "open" : "limited")-\(workers)-\(repetition)"
             let database = fleet.replacingOccurrences(of: "-", with: "_")
-            let job = try fleetJob(name: "pg", base: base, store: try postgres.createDatabase(database))
+            let job = try fleetJob(name: "pg", base: base, store: try postgres.createDatabase(database),
+                                   clientRequestsPerMinute: clientRequestsPerMinute)
             let commands = (1...workers).map { index in
                 (argv: [options.executable, "run", job, "--worker", "--fleet", fleet, "--worker-name", "worker-\(index)",
                         "-q", "--no-progress", "--json", "--set", "http.userAgent=storesync-bench-worker-\(index)"],
