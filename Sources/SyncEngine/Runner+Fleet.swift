@@ -86,6 +86,7 @@ struct FleetDealer: Sendable {
         let applier = phase == .scopes ? FleetApplier(dealer: self, source: sourceName, scopes: ids, stop: stop) : nil
         let crawling = Shared(max(1, loops))
         let began = ContinuousClock.now
+        let allDone = Shared(false)
         await withTaskGroup(of: Void.self) { group in
             if let applier { group.addTask { await applier.run() } }
             for loop in 0..<max(1, loops) {
@@ -112,6 +113,8 @@ struct FleetDealer: Sendable {
                         // limit), all run after a few windows.
                         if loop > 0, ContinuousClock.now < began + .seconds(Self.pacedWindowSeconds * Double(loop))
                             || crawler.fetcher.pacedRecently(within: Self.pacedWindowSeconds) {
+                            // Another loop found every scope done: nothing is left to wait for.
+                            if allDone.withLock({ $0 }) || Task.isCancelled { return }
                             try? await Task.sleep(for: .seconds(Self.pacedWindowSeconds / 4))
                             continue
                         }
@@ -125,6 +128,7 @@ struct FleetDealer: Sendable {
                         }
                         switch answer {
                         case .allDone:
+                            allDone.withLock { $0 = true }
                             return
                         case .wait(let seconds):
                             // Bounded: at most until the soonest lease runs out, when its scope is free.
