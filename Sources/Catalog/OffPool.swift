@@ -19,3 +19,18 @@ package func awaitOffPool<T: Sendable, Failure: Error>(_ work: @escaping @Sendab
     }
     return try result.get()
 }
+
+/// An executor whose jobs run on a dispatch queue of its own, outside Swift's
+/// cooperative pool: for async work that a thread blocked in synchronous
+/// code waits on (a PostgreSQL `COPY`, whose client API is async, sent by a
+/// store whose interface is synchronous). On the cooperative pool, such a
+/// task may find every thread of the pool blocked waiting for it, and never run.
+package final class OffPoolExecutor: TaskExecutor {
+    package static let shared = OffPoolExecutor()
+    private let queue = DispatchQueue(label: "storesync.off-pool")
+
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}

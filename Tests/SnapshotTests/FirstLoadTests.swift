@@ -147,7 +147,7 @@ import TestSupport
     }
 }
 
-private extension PageInput {
+extension PageInput {
     func with(runID: Int64) -> PageInput {
         var page = self
         page.runID = runID

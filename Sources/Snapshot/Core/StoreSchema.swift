@@ -83,6 +83,15 @@ enum StoreSchema {
         IndexSchema("entities_by_key", on: "entities", ["entity", "key"], unique: true),
     ]
 
+    /// The indexes a first load drops and builds once at its end, sorted
+    /// (FirstLoad.swift): the two key indexes, whose scattered keys cost the
+    /// most to maintain row by row, and which the load never reads.
+    static let firstLoadDeferredIndexes = ["records_by_key", entityKeyIndex]
+
+    /// The entities' key index: a load that leaves its mode early builds it at
+    /// once, since the diff looks entities up by key.
+    static let entityKeyIndex = "entities_by_key"
+
     /// The table named `name`.
     static func table(_ name: String) -> TableSchema? { tables.first { $0.name == name } }
 }

@@ -382,11 +382,64 @@ struct PostgresSession: SQLSession {
         }
     }
 
-    /// Writes what is queued, a table's rows in as few statements as the bind limit allows.
+    /// Writes what is queued, a table's rows in as few statements as the bind
+    /// limit allows, or one `COPY` for many rows of a plain insert.
     func flush() throws {
         guard !queue.isEmpty else { return }
-        for (sql, values) in queue.drain() {
-            try send(sql, Self.bindings(values))
+        for write in queue.drain() {
+            switch write {
+            case .statement(let sql, let values):
+                try send(sql, Self.bindings(values))
+            case .copy(let table, let columns, let rows):
+                try copy(rows, into: table, columns: columns)
+            }
+        }
+    }
+
+    /// Bytes of `COPY` text sent to the server at a time: the client holds one
+    /// chunk beside the queued rows, not a second copy of them all.
+    static let copyChunkBytes = 1 << 20
+
+    /// Inserts `rows` into `table` with `COPY … FROM STDIN` (text format),
+    /// within the session's transaction, waited for as a statement is.
+    private func copy(_ rows: ArraySlice<[SQLValue]>, into table: String, columns: [String]) throws {
+        let described = "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN: \(rows.count) rows"
+        guard !connection.isClosed else {
+            throw PostgresFailure(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"), sql: described)
+        }
+        counter?.value.add(1, ordering: .relaxed)
+        let connection = connection, logger = logger
+        let promise = connection.eventLoop.makePromise(of: Void.self)
+        // Off the cooperative pool: this thread blocks until the copy ends, and
+        // may itself be one of the pool's (a store call made from async code).
+        Task(executorPreference: OffPoolExecutor.shared) {
+            do {
+                try await Self.copy(rows, into: table, columns: columns, on: connection, logger: logger)
+                promise.succeed(())
+            } catch {
+                promise.fail(error)
+            }
+        }
+        do {
+            try Self.bounded(promise.futureResult, seconds: Self.statementSeconds)
+        } catch {
+            throw PostgresFailure(error, sql: described)
+        }
+    }
+
+    /// The `COPY` itself: the rows as text, sent a chunk at a time.
+    private static func copy(_ rows: ArraySlice<[SQLValue]>, into table: String, columns: [String],
+                             on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
+            var buffer = ByteBufferAllocator().buffer(capacity: copyChunkBytes + (64 << 10))
+            for row in rows {
+                PostgresWriteQueue.appendCopyLine(row, to: &buffer)
+                if buffer.readableBytes >= copyChunkBytes {
+                    try await writer.write(buffer)
+                    buffer = ByteBufferAllocator().buffer(capacity: copyChunkBytes + (64 << 10))
+                }
+            }
+            if buffer.readableBytes > 0 { try await writer.write(buffer) }
         }
     }
 
@@ -523,15 +576,35 @@ extension SQLDialect {
 }
 
 extension PostgresEngine {
-    /// No indexes dropped: a PostgreSQL first load is the diff's writes without
-    /// the lookups, into indexes other readers (status, a fleet) may use meanwhile.
+    /// As on SQLite, the key indexes of records and entities are dropped for
+    /// the load and built once at its end (``endBulkLoad()``): scattered keys
+    /// land on every leaf of a B-tree, and at 1M records maintaining the two
+    /// was half the server's time. The load never reads them (it claims its
+    /// keys in the run's seen keys, see ``FirstLoadState``), and a unique index
+    /// built at the end still refuses a key written twice. A run killed in
+    /// between leaves them missing; the next open for writing builds them
+    /// (``PostgresSchema/restoreMissingIndexes(_:)``), before any diff reads.
     func beginBulkLoad(isEmpty: String) throws -> Bool {
-        try read { db in try db.value(isEmpty, as: Bool.self) } == true
+        try write { db in
+            guard try db.value(isEmpty, as: Bool.self) == true else { return false }
+            for name in StoreSchema.firstLoadDeferredIndexes { try db.execute("DROP INDEX IF EXISTS \(name)") }
+            return true
+        }
     }
 
-    func leaveBulkLoad() throws {}
+    /// The diff looks entities up by key from here on.
+    func leaveBulkLoad() throws {
+        try write { db in try db.execute(PostgresSchema.createIndex(named: StoreSchema.entityKeyIndex)) }
+    }
 
-    func endBulkLoad() throws {}
+    func endBulkLoad() throws {
+        try write { db in
+            // The sort of a million keys in memory rather than in temporary files;
+            // the server's memory for this one statement, not storesync's.
+            try db.execute("SET LOCAL maintenance_work_mem = '256MB'")
+            for name in StoreSchema.firstLoadDeferredIndexes { try db.execute(PostgresSchema.createIndex(named: name)) }
+        }
+    }
 
     /// Autovacuum reuses the space; a VACUUM FULL would lock the fleet out.
     func reclaimFreeSpace(fraction: Double) throws -> PruneResult.Reclaim { .none }

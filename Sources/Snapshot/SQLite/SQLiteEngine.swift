@@ -31,8 +31,7 @@ struct SQLiteEngine: SQLEngine {
         do {
             began = try pool.write { db in
                 guard try Bool.fetchOne(db, sql: isEmpty) == true else { return false }
-                try db.execute(sql: "DROP INDEX IF EXISTS records_by_key")
-                try db.execute(sql: "DROP INDEX IF EXISTS entities_by_key")
+                for name in StoreSchema.firstLoadDeferredIndexes { try db.execute(sql: "DROP INDEX IF EXISTS \(name)") }
                 return true
             }
         } catch {
