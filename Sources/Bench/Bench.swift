@@ -89,7 +89,7 @@ package struct Benchmark: Sendable {
         try checkDiskSpace()
         var rows: [Row] = []
         // Only these tasks read the generated nights (the others crawl the simulator).
-        if wants("load") || wants("apply") || wants("csv") || wants("rss") {
+        if wants("load") || wants("apply") || wants("csv") || wants("rss") || wants("postgres") {
             guard FileManager.default.fileExists(atPath: peer("gen_catalog.py")) else {
                 throw Failure(description: "\(peer("gen_catalog.py")) not found: the benchmark generates its data with it (pass --peers DIR)")
             }
@@ -98,6 +98,7 @@ package struct Benchmark: Sendable {
             if wants("load") || wants("apply") || wants("csv") { rows += try loadAndApply(files, cLoad: cLoad) }
             if wants("csv") { rows += try csvExport(cLoad: cLoad) }
             if wants("rss") { rows += try rss(files) }
+            if wants("postgres") { rows += try postgresLoad(files) }
         }
         if wants("http") { rows += try endToEndHTTP() }
         if wants("exports") { rows += try exports() }
@@ -126,7 +127,9 @@ package struct Benchmark: Sendable {
     /// 100k and 1M: three generated nights (~800 B a record each), storesync's
     /// three store copies, the peers' databases and the CSV outputs.
     func bytesNeeded() -> Int {
-        var perRecord = wants("load") || wants("apply") || wants("csv") || wants("rss") ? 3 * 800 : 0
+        var perRecord = wants("load") || wants("apply") || wants("csv") || wants("rss") || wants("postgres") ? 3 * 800 : 0
+        // A PostgreSQL store and its write-ahead log, measured at 1M: about 5 KB a record; its CSV export 800 B.
+        if wants("postgres") { perRecord += 5_000 + 800 }
         if wants("load") || wants("apply") || wants("csv") { perRecord += 3 * 2_400 + 6 * 750 + 3 * 600 }
         if wants("http") { perRecord += 1_300 }
         return n * perRecord
@@ -288,13 +291,13 @@ package struct Benchmark: Sendable {
     /// removals on the first miss so night 2 writes exactly changed + removed + added.
     /// Every such job is one job to storesync (a store belongs to one job): the
     /// night-2 and export jobs run on copies of the night-1 store.
-    func job(name: String, file: String, store: String, exports: String = "") throws -> String {
+    func job(name: String, file: String, store: String, output: String? = nil, exports: String = "") throws -> String {
         try pointCatalog(to: file)
         let path = "\(work)/\(name).yml"
         try """
             name: bench-records
             store: \(store)
-            output: \(work)/out-records
+            output: \(output ?? "\(work)/out-records")
             sources:
               - name: catalog
                 kind: records-file
@@ -541,6 +544,7 @@ package struct Benchmark: Sendable {
                                   detail: String(format: "%.0f MB, %.1f s", Double(exports.peakRSS) / 1_048_576, exports.median)))
         }
         targets += fleetTargets(rows)
+        targets += postgresTargets(rows)
         if let peak = rows.filter({ $0.tool == "storesync" }).max(by: { $0.peakRSS < $1.peakRSS }) {
             targets.append(Target(what: "peak memory ≤ 250 MB on every task", met: peak.peakRSS <= 250 << 20,
                                   detail: String(format: "%.0f MB (%@)", Double(peak.peakRSS) / 1_048_576, peak.task)))

@@ -358,6 +358,12 @@ final class BenchPostgres: Sendable {
         return "postgres://postgres@/\(name)?host=\(directory)"
     }
 
+    /// Drops a database made by ``createDatabase(_:)`` if it is there (its disk space back).
+    func dropDatabase(_ name: String) throws {
+        try run(prefix + ["\(bin)/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", directory, "-U", "postgres",
+                          "-d", "postgres", "-c", "DROP DATABASE IF EXISTS \(name)"], what: "DROP DATABASE \(name)")
+    }
+
     /// Stops the server at once and removes its folder.
     func stop() {
         _ = try? run(prefix + ["\(bin)/pg_ctl", "stop", "-D", "\(directory)/data", "-m", "immediate", "-w", "-s"], what: "pg_ctl stop")

@@ -40,7 +40,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "The peers' folder, holding gen_catalog.py.")
     var peers = "../shared/bench"
 
-    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss, http, exports, fleet.")
+    @Option(parsing: .upToNextOption, help: "Only these tasks: load, apply, csv, rss, http, exports, fleet, postgres.")
     var task: [String] = []
 
     @Option(help: "Products and podcasts each in the exports task's store (default 200000; 20000 with --quick).")
