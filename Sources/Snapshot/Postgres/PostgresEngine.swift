@@ -207,6 +207,12 @@ struct PostgresSession: SQLSession {
     private let counter: StatementCounter?
     /// Queued writes (``queueInsert(into:columns:values:id:)``), written before the next statement.
     private let queue = PostgresWriteQueue()
+    /// Writes sent by ``flushAhead()`` and not yet waited for.
+    private let writesAhead = WritesAhead()
+
+    final class WritesAhead {
+        var sent: [(future: EventLoopFuture<Void>, what: String)] = []
+    }
     var dialect: SQLDialect { .postgres }
 
     /// None: a page's rows go out queued, a multi-row statement per table.
@@ -383,16 +389,90 @@ struct PostgresSession: SQLSession {
     }
 
     /// Writes what is queued, a table's rows in as few statements as the bind
-    /// limit allows, or one `COPY` for many rows of a plain insert.
+    /// limit allows, or one `COPY` for many rows of a plain insert, and waits
+    /// until the server has them (and for the writes sent ahead before them).
     func flush() throws {
+        try awaitWritesAhead()
         guard !queue.isEmpty else { return }
         for write in queue.drain() {
             switch write {
             case .statement(let sql, let values):
                 try send(sql, Self.bindings(values))
             case .copy(let table, let columns, let rows):
-                try copy(rows, into: table, columns: columns)
+                try Self.bounded(copy(rows, into: table, columns: columns), seconds: Self.statementSeconds, sql: Self.describe(write))
             }
+        }
+    }
+
+    /// Sends what is queued without waiting for the server: the session
+    /// queues its next rows while the server writes these (a first load's
+    /// client and server took turns, each idle while the other worked). At
+    /// most one batch is ahead: the one before is waited for first, so memory
+    /// holds two batches at most. Its outcome is waited for before any
+    /// statement whose answer the store reads, and before the commit.
+    private func flushAhead() throws {
+        try awaitWritesAhead()
+        // A closed connection: sent as `flush()` sends, which says so.
+        guard !connection.isClosed else { return try flush() }
+        let writes = queue.drain()
+        guard !writes.isEmpty else { return }
+        counter?.value.add(writes.count, ordering: .relaxed)
+        let connection = connection, logger = logger
+        let promise = connection.eventLoop.makePromise(of: Void.self)
+        // One task sends them all, each after the one before is answered: the
+        // queue's order within a table holds (an insert before an update of its row).
+        Task(executorPreference: OffPoolExecutor.shared) {
+            for write in writes {
+                do {
+                    switch write {
+                    case .statement(let sql, let values):
+                        _ = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: Self.bindings(values)), logger: logger).get()
+                    case .copy(let table, let columns, let rows):
+                        try await Self.copy(rows, into: table, columns: columns, on: connection, logger: logger)
+                    }
+                } catch {
+                    promise.fail(PostgresFailure(error, sql: Self.describe(write)))
+                    return
+                }
+            }
+            promise.succeed(())
+        }
+        writesAhead.sent = [(promise.futureResult, "the rows queued before")]
+    }
+
+    /// Waits for the writes ``flushAhead()`` sent, in order; the first that
+    /// failed is the error (those after it failed only because it did).
+    private func awaitWritesAhead() throws {
+        let sent = writesAhead.sent
+        guard !sent.isEmpty else { return }
+        writesAhead.sent = []
+        var firstFailure: (any Error)?
+        for (future, what) in sent {
+            do {
+                try Self.bounded(future, seconds: Self.statementSeconds, sql: what)
+            } catch {
+                firstFailure = firstFailure ?? error
+            }
+        }
+        if let firstFailure { throw firstFailure }
+    }
+
+    /// A write in words, for an error that names it.
+    private static func describe(_ write: PostgresWriteQueue.Write) -> String {
+        switch write {
+        case .statement(let sql, _): sql
+        case .copy(let table, let columns, let rows): "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN: \(rows.count) rows"
+        }
+    }
+
+    /// ``bounded(_:seconds:)``, its failure naming `sql`.
+    private static func bounded(_ future: EventLoopFuture<Void>, seconds: Int64, sql: String) throws {
+        do {
+            try bounded(future, seconds: seconds)
+        } catch let failure as PostgresFailure {
+            throw failure
+        } catch {
+            throw PostgresFailure(error, sql: sql)
         }
     }
 
@@ -401,17 +481,17 @@ struct PostgresSession: SQLSession {
     static let copyChunkBytes = 1 << 20
 
     /// Inserts `rows` into `table` with `COPY … FROM STDIN` (text format),
-    /// within the session's transaction, waited for as a statement is.
-    private func copy(_ rows: ArraySlice<[SQLValue]>, into table: String, columns: [String]) throws {
-        let described = "COPY \(table) (\(columns.joined(separator: ", "))) FROM STDIN: \(rows.count) rows"
+    /// within the session's transaction; the future completes when the server has them.
+    private func copy(_ rows: ArraySlice<[SQLValue]>, into table: String, columns: [String]) -> EventLoopFuture<Void> {
+        let promise = connection.eventLoop.makePromise(of: Void.self)
         guard !connection.isClosed else {
-            throw PostgresFailure(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"), sql: described)
+            promise.fail(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"))
+            return promise.futureResult
         }
         counter?.value.add(1, ordering: .relaxed)
         let connection = connection, logger = logger
-        let promise = connection.eventLoop.makePromise(of: Void.self)
-        // Off the cooperative pool: this thread blocks until the copy ends, and
-        // may itself be one of the pool's (a store call made from async code).
+        // Off the cooperative pool: the thread that waits for this may itself
+        // be one of the pool's (a store call made from async code).
         Task(executorPreference: OffPoolExecutor.shared) {
             do {
                 try await Self.copy(rows, into: table, columns: columns, on: connection, logger: logger)
@@ -420,11 +500,7 @@ struct PostgresSession: SQLSession {
                 promise.fail(error)
             }
         }
-        do {
-            try Self.bounded(promise.futureResult, seconds: Self.statementSeconds)
-        } catch {
-            throw PostgresFailure(error, sql: described)
-        }
+        return promise.futureResult
     }
 
     /// The `COPY` itself: the rows as text, sent a chunk at a time.
@@ -443,8 +519,10 @@ struct PostgresSession: SQLSession {
         }
     }
 
-    /// Drops what is queued: the transaction is rolled back.
+    /// Drops what is queued: the transaction is rolled back (after the
+    /// writes sent ahead are answered, whatever the answer).
     func discardQueued() {
+        _ = try? awaitWritesAhead()
         _ = queue.drain()
     }
 
@@ -452,7 +530,7 @@ struct PostgresSession: SQLSession {
     func queueInsert(into table: String, columns: [String], values: [any SQLArgument], id: String?) throws -> Int64? {
         guard let id else {
             queue.append(table, .insert(columns: columns), values.map(\.sqlValue))
-            if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flush() }
+            if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flushAhead() }
             return nil
         }
         let next: Int64
@@ -465,7 +543,7 @@ struct PostgresSession: SQLSession {
             next = queue.takeID(table, id) ?? largest + 1
         }
         queue.append(table, .insert(columns: [id] + columns), [.integer(next)] + values.map(\.sqlValue))
-        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flush() }
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flushAhead() }
         return next
     }
 
@@ -473,14 +551,14 @@ struct PostgresSession: SQLSession {
         // Deleting moves the table's largest id: it is read again at the next insert.
         queue.forgetIDs(of: table)
         queue.append(table, .delete(where: columns), values.map(\.sqlValue))
-        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flush() }
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flushAhead() }
     }
 
     func queueUpdate(_ table: String, key: SQLColumn, _ keyValue: any SQLArgument,
                      set: [SQLColumn], _ values: [any SQLArgument]) throws {
         let keyValue = keyValue.sqlValue
         queue.append(table, .update(key: key, set: set), [keyValue] + values.map(\.sqlValue), key: keyValue)
-        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flush() }
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flushAhead() }
     }
 
     @discardableResult
@@ -587,10 +665,15 @@ extension PostgresEngine {
     func beginBulkLoad(isEmpty: String) throws -> Bool {
         try write { db in
             guard try db.value(isEmpty, as: Bool.self) == true else { return false }
-            for name in StoreSchema.firstLoadDeferredIndexes { try db.execute("DROP INDEX IF EXISTS \(name)") }
+            for name in Self.firstLoadDeferredIndexes { try db.execute("DROP INDEX IF EXISTS \(name)") }
             return true
         }
     }
+
+    /// The key indexes, and those nothing reads before the load's end (the
+    /// removal pass and the reports come after it): at 1M records, a row's
+    /// entry in each cost more than sorting them all once at the end.
+    static let firstLoadDeferredIndexes = StoreSchema.firstLoadDeferredIndexes + ["records_by_scope", "records_by_entity", "changes_by_run"]
 
     /// The diff looks entities up by key from here on.
     func leaveBulkLoad() throws {
@@ -602,7 +685,7 @@ extension PostgresEngine {
             // The sort of a million keys in memory rather than in temporary files;
             // the server's memory for this one statement, not storesync's.
             try db.execute("SET LOCAL maintenance_work_mem = '256MB'")
-            for name in StoreSchema.firstLoadDeferredIndexes { try db.execute(PostgresSchema.createIndex(named: name)) }
+            for name in Self.firstLoadDeferredIndexes { try db.execute(PostgresSchema.createIndex(named: name)) }
         }
     }
 
