@@ -110,7 +110,7 @@ struct PageBookkeeping: Sendable {
     /// `insert` (ending in `VALUES`) with a row of `columns` placeholders per
     /// row, then `conflict`: a multi-row upsert, in chunks. Each key appears
     /// once among `rows` (PostgreSQL refuses to update a row twice in one statement).
-    private static func upsert(_ db: any SQLSession, _ insert: String, columns: Int, rows: [[SQLValue]], _ conflict: String) throws {
+    static func upsert(_ db: any SQLSession, _ insert: String, columns: Int, rows: [[SQLValue]], _ conflict: String) throws {
         let row = "(" + repeatElement("?", count: columns).joined(separator: ", ") + ")"
         for start in stride(from: 0, to: rows.count, by: rowsPerStatement) {
             let chunk = rows[start..<min(start + rowsPerStatement, rows.count)]

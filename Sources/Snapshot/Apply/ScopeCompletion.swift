@@ -316,6 +316,8 @@ extension SQLSnapshotStore {
             }
         }
         var vouching: MemoVouchers = [:]
+        // Written together at the end, a few statements rather than one a record.
+        var pendingMisses: [[SQLValue]] = []
         for identity in missed {
             let count = misses(identity)
             if isDue(identity), result.guardWarning == nil {
@@ -326,13 +328,14 @@ extension SQLSnapshotStore {
                 }
                 result.removed += 1
             } else if !isRanked(identity) {
-                try db.execute("""
-                    INSERT INTO misses (source, entity, key, count, night) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (source, entity, key) DO UPDATE SET count = excluded.count, night = excluded.night
-                    """, [source, identity.entity.rawValue, identity.key, count, night])
+                pendingMisses.append([.text(source), .text(identity.entity.rawValue), .text(identity.key), .integer(Int64(count)),
+                                      night.map { .integer(Int64($0)) } ?? .null])
                 result.pending += 1
             }
         }
+        // `missed` holds each identity once: no key twice in one statement.
+        try PageBookkeeping.upsert(db, "INSERT INTO misses (source, entity, key, count, night) VALUES", columns: 5, rows: pendingMisses,
+                                   "ON CONFLICT (source, entity, key) DO UPDATE SET count = excluded.count, night = excluded.night")
         try forgetMemos(db, vouchingFor: vouching)
         try addCounts(db, runID: runID, source: source, removed: result.removed, recordWrites: result.recordRowsWritten)
         return result
