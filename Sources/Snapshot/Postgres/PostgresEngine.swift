@@ -207,11 +207,11 @@ struct PostgresSession: SQLSession {
     private let counter: StatementCounter?
     /// Queued writes (``queueInsert(into:columns:values:id:)``), written before the next statement.
     private let queue = PostgresWriteQueue()
-    /// Writes sent by ``flushAhead()`` and not yet waited for.
+    /// Writes sent by ``sendAhead()`` and not yet waited for.
     private let writesAhead = WritesAhead()
 
     final class WritesAhead {
-        var sent: [(future: EventLoopFuture<Void>, what: String)] = []
+        var sent: EventLoopFuture<Void>?
     }
     var dialect: SQLDialect { .postgres }
 
@@ -374,11 +374,7 @@ struct PostgresSession: SQLSession {
 
     @discardableResult
     private func send(_ statement: String, _ bindings: PostgresBindings) throws -> PostgresQueryResult {
-        // A query written to a connection the server already closed is never
-        // answered: fail it here (the engine opens a new one next time).
-        guard !connection.isClosed else {
-            throw PostgresFailure(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"), sql: statement)
-        }
+        guard !connection.isClosed else { throw Self.closed(statement) }
         counter?.value.add(1, ordering: .relaxed)
         do {
             return try Self.bounded(connection.query(PostgresQuery(unsafeSQL: statement, binds: bindings), logger: logger),
@@ -388,39 +384,38 @@ struct PostgresSession: SQLSession {
         }
     }
 
+    /// A query written to a connection the server already closed is never
+    /// answered: it fails before it is sent (the engine opens a new one next time).
+    private static func closed(_ sql: String) -> PostgresFailure {
+        PostgresFailure(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"), sql: sql)
+    }
+
     /// Writes what is queued, a table's rows in as few statements as the bind
     /// limit allows, or one `COPY` for many rows of a plain insert, and waits
-    /// until the server has them (and for the writes sent ahead before them).
+    /// until the server has them (and the writes sent ahead before them).
     func flush() throws {
+        try sendAhead()
         try awaitWritesAhead()
-        guard !queue.isEmpty else { return }
-        for write in queue.drain() {
-            switch write {
-            case .statement(let sql, let values):
-                try send(sql, Self.bindings(values))
-            case .copy(let table, let columns, let rows):
-                try Self.bounded(copy(rows, into: table, columns: columns), seconds: Self.statementSeconds, sql: Self.describe(write))
-            }
-        }
     }
 
     /// Sends what is queued without waiting for the server: the session
     /// queues its next rows while the server writes these (a first load's
     /// client and server took turns, each idle while the other worked). At
     /// most one batch is ahead: the one before is waited for first, so memory
-    /// holds two batches at most. Its outcome is waited for before any
-    /// statement whose answer the store reads, and before the commit.
-    private func flushAhead() throws {
+    /// holds two batches at most. It is waited for before any statement
+    /// whose answer the store reads, and before the commit (``flush()``).
+    private func sendAhead() throws {
         try awaitWritesAhead()
-        // A closed connection: sent as `flush()` sends, which says so.
-        guard !connection.isClosed else { return try flush() }
         let writes = queue.drain()
-        guard !writes.isEmpty else { return }
+        guard let first = writes.first else { return }
+        guard !connection.isClosed else { throw Self.closed(Self.describe(first)) }
         counter?.value.add(writes.count, ordering: .relaxed)
         let connection = connection, logger = logger
         let promise = connection.eventLoop.makePromise(of: Void.self)
-        // One task sends them all, each after the one before is answered: the
-        // queue's order within a table holds (an insert before an update of its row).
+        // One task sends them all, each after the one before is answered, so
+        // the queue's order within a table holds (an insert before an update
+        // of its row). Off the cooperative pool: the thread that waits for it
+        // may be one of the pool's (a store call made from async code).
         Task(executorPreference: OffPoolExecutor.shared) {
             for write in writes {
                 do {
@@ -437,24 +432,20 @@ struct PostgresSession: SQLSession {
             }
             promise.succeed(())
         }
-        writesAhead.sent = [(promise.futureResult, "the rows queued before")]
+        writesAhead.sent = promise.futureResult
     }
 
-    /// Waits for the writes ``flushAhead()`` sent, in order; the first that
-    /// failed is the error (those after it failed only because it did).
+    /// Waits for what ``sendAhead()`` sent; its error is the first write's that failed.
     private func awaitWritesAhead() throws {
-        let sent = writesAhead.sent
-        guard !sent.isEmpty else { return }
-        writesAhead.sent = []
-        var firstFailure: (any Error)?
-        for (future, what) in sent {
-            do {
-                try Self.bounded(future, seconds: Self.statementSeconds, sql: what)
-            } catch {
-                firstFailure = firstFailure ?? error
-            }
+        guard let sent = writesAhead.sent else { return }
+        writesAhead.sent = nil
+        do {
+            try Self.bounded(sent, seconds: Self.statementSeconds)
+        } catch let failure as PostgresFailure {
+            throw failure
+        } catch {
+            throw PostgresFailure(error, sql: "the rows queued before")
         }
-        if let firstFailure { throw firstFailure }
     }
 
     /// A write in words, for an error that names it.
@@ -465,43 +456,9 @@ struct PostgresSession: SQLSession {
         }
     }
 
-    /// ``bounded(_:seconds:)``, its failure naming `sql`.
-    private static func bounded(_ future: EventLoopFuture<Void>, seconds: Int64, sql: String) throws {
-        do {
-            try bounded(future, seconds: seconds)
-        } catch let failure as PostgresFailure {
-            throw failure
-        } catch {
-            throw PostgresFailure(error, sql: sql)
-        }
-    }
-
     /// Bytes of `COPY` text sent to the server at a time: the client holds one
     /// chunk beside the queued rows, not a second copy of them all.
     static let copyChunkBytes = 1 << 20
-
-    /// Inserts `rows` into `table` with `COPY … FROM STDIN` (text format),
-    /// within the session's transaction; the future completes when the server has them.
-    private func copy(_ rows: ArraySlice<[SQLValue]>, into table: String, columns: [String]) -> EventLoopFuture<Void> {
-        let promise = connection.eventLoop.makePromise(of: Void.self)
-        guard !connection.isClosed else {
-            promise.fail(StoreSyncError.storage(path: "postgres", reason: "the server closed the connection"))
-            return promise.futureResult
-        }
-        counter?.value.add(1, ordering: .relaxed)
-        let connection = connection, logger = logger
-        // Off the cooperative pool: the thread that waits for this may itself
-        // be one of the pool's (a store call made from async code).
-        Task(executorPreference: OffPoolExecutor.shared) {
-            do {
-                try await Self.copy(rows, into: table, columns: columns, on: connection, logger: logger)
-                promise.succeed(())
-            } catch {
-                promise.fail(error)
-            }
-        }
-        return promise.futureResult
-    }
 
     /// The `COPY` itself: the rows as text, sent a chunk at a time.
     private static func copy(_ rows: ArraySlice<[SQLValue]>, into table: String, columns: [String],
@@ -530,7 +487,7 @@ struct PostgresSession: SQLSession {
     func queueInsert(into table: String, columns: [String], values: [any SQLArgument], id: String?) throws -> Int64? {
         guard let id else {
             queue.append(table, .insert(columns: columns), values.map(\.sqlValue))
-            if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flushAhead() }
+            if queue.queuedValues > PostgresWriteQueue.flushThreshold { try sendAhead() }
             return nil
         }
         let next: Int64
@@ -543,7 +500,7 @@ struct PostgresSession: SQLSession {
             next = queue.takeID(table, id) ?? largest + 1
         }
         queue.append(table, .insert(columns: [id] + columns), [.integer(next)] + values.map(\.sqlValue))
-        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flushAhead() }
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try sendAhead() }
         return next
     }
 
@@ -551,14 +508,14 @@ struct PostgresSession: SQLSession {
         // Deleting moves the table's largest id: it is read again at the next insert.
         queue.forgetIDs(of: table)
         queue.append(table, .delete(where: columns), values.map(\.sqlValue))
-        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flushAhead() }
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try sendAhead() }
     }
 
     func queueUpdate(_ table: String, key: SQLColumn, _ keyValue: any SQLArgument,
                      set: [SQLColumn], _ values: [any SQLArgument]) throws {
         let keyValue = keyValue.sqlValue
         queue.append(table, .update(key: key, set: set), [keyValue] + values.map(\.sqlValue), key: keyValue)
-        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try flushAhead() }
+        if queue.queuedValues > PostgresWriteQueue.flushThreshold { try sendAhead() }
     }
 
     @discardableResult
@@ -677,7 +634,7 @@ extension PostgresEngine {
 
     /// The diff looks entities up by key from here on.
     func leaveBulkLoad() throws {
-        try write { db in try db.execute(PostgresSchema.createIndex(named: StoreSchema.entityKeyIndex)) }
+        try write { db -> Void in try db.execute(PostgresSchema.createIndex(named: StoreSchema.entityKeyIndex)) }
     }
 
     func endBulkLoad() throws {
