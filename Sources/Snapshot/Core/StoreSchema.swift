@@ -92,6 +92,12 @@ enum StoreSchema {
     /// once, since the diff looks entities up by key.
     static let entityKeyIndex = "entities_by_key"
 
+    /// The declared index named `name` (a name the store's own code spells).
+    static func index(named name: String) -> IndexSchema {
+        guard let declared = indexes.first(where: { $0.name == name }) else { preconditionFailure("no index \(name) in StoreSchema") }
+        return declared
+    }
+
     /// The table named `name`.
     static func table(_ name: String) -> TableSchema? { tables.first { $0.name == name } }
 }

@@ -54,8 +54,7 @@ enum PostgresSchema {
 
     /// The statement that creates the declared index `name` if it is missing.
     static func createIndex(named name: String) -> String {
-        guard let declared = StoreSchema.indexes.first(where: { $0.name == name }) else { preconditionFailure("no index \(name) in StoreSchema") }
-        return createIndex(declared)
+        createIndex(StoreSchema.index(named: name))
     }
 
     /// Creates the declared indexes that are missing: those a first load

@@ -10,11 +10,10 @@ enum Schema {
 
     /// The entities' key index (migration v10), which a first load drops and
     /// builds again like ``keyIndex``.
-    static let entityKeyIndex = declaredIndex("entities_by_key")
+    static let entityKeyIndex = declaredIndex(StoreSchema.entityKeyIndex)
 
     private static func declaredIndex(_ name: String) -> String {
-        guard let declared = StoreSchema.indexes.first(where: { $0.name == name }) else { preconditionFailure("no index \(name) in StoreSchema") }
-        return index(declared)
+        index(StoreSchema.index(named: name))
     }
 
     /// The tables and indexes of ``StoreSchema`` as SQLite declares them: what
