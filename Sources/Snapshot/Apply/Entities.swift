@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 
 /// One source's sighting of an entity, as the entity's row lists it: which
 /// source, which of its record kinds (a detail page's `listing-detail` is

@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 
 /// Keeps `field_registry` in step with what a source sends, within a page's
 /// transaction: a field never seen from this source before is added (at the

@@ -1,5 +1,4 @@
 import Catalog
-import GRDB
 import Synchronization
 
 /// A first load: the mode of the one writer (``SQLSnapshotStore/apply(_:)``)

@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 
 /// What ``SnapshotStore/pruneHistory(olderThan:before:)`` removed.
 public struct PruneResult: Sendable, Equatable {

@@ -1,18 +1,13 @@
 import Catalog
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import GRDB
 import Synchronization
 
 /// The ``SnapshotStore`` over SQL tables: one SQLite file in WAL mode
 /// (GRDB), the embedded default, or one PostgreSQL database shared by a
-/// fleet of workers. The logic is written once, over ``SQLSession``; only
-/// SQLite's bulk paths (a first load, the digest read, the exports' streamed
-/// reads) reach past it.
+/// fleet of workers. The logic is written once, over ``SQLSession`` and
+/// ``SQLEngine``; where an engine has a faster way (SQLite's prepared inserts
+/// for a first load, its digest read), its session offers it, and each
+/// engine opens itself (``SQLiteEngine/open(_:readOnly:)``, ``PostgresBackend``).
 ///
 /// Its tables, SQL and column types (rowids, hashes stored as signed
 /// integers) stay in this target; everything else reads and writes it
@@ -22,15 +17,6 @@ package final class SQLSnapshotStore: SnapshotStore {
     package let path: String
     /// Where the tables are: SQLite's pool or a PostgreSQL database.
     let engine: any SQLEngine
-    /// SQLite's pool (WAL: readers beside the one writer) or read-only queue;
-    /// nil on PostgreSQL.
-    let sqlite: (any DatabaseWriter)?
-    /// The SQLite pool, for the paths only SQLite has; reaching it on
-    /// PostgreSQL is a bug of the caller.
-    var pool: any DatabaseWriter {
-        guard let sqlite else { preconditionFailure("a SQLite-only path was taken on \(path)") }
-        return sqlite
-    }
     /// Keys seen in the current run, per source: dedup within a run and the
     /// input of the removal pass. Rebuilt from `run_pages` when a run resumes.
     let seen = Mutex<[String: SeenKeys]>([:])
@@ -55,16 +41,14 @@ package final class SQLSnapshotStore: SnapshotStore {
     let unseenByScope = Mutex<[String: (runID: Int64, byScope: [String: [RecordIdentity]]?)]>([:])
     /// How each source of the run maps into the canonical model (``prepareEntities(_:)``).
     let mappings = Mutex<[String: SourceMapping]>([:])
-    /// On PostgreSQL, the SQLite copy the streamed export reads go through,
-    /// with the engine's write count it was taken at (``exportMirror()``).
+    /// On PostgreSQL, the SQLite copy an as-of export reads, with the
+    /// engine's write count it was taken at (``snapshotFile()``).
     let mirror = Mutex<(writes: Int, store: SQLSnapshotStore, discard: @Sendable () -> Void)?>(nil)
     /// The claims that fence every write of a scope, once a fleet's worker
     /// wraps this store (``StagingFleetStore``); nil otherwise.
     private let claimFences = Mutex<ClaimFences?>(nil)
     /// Set while a first load into the empty store runs (``beginFirstLoad()``).
     let firstLoad = Mutex<FirstLoadState?>(nil)
-    /// The writer's page cache (`PRAGMA cache_size`, negative: KiB).
-    static let writerCacheSize = -32_768
     /// How many pages this store wrote in the first-load mode (a test reads it).
     package let firstLoadPages = Atomic<Int>(0)
     /// How many records this store mapped by parsing their payload text
@@ -83,7 +67,8 @@ package final class SQLSnapshotStore: SnapshotStore {
     static let baselineRunKey = "baseline_run"
     /// SQL true for a row whose `column` is the baseline run's id.
     static func isBaseline(_ column: String) -> String {
-        "EXISTS (SELECT 1 FROM store_meta WHERE name = '\(baselineRunKey)' AND CAST(value AS INTEGER) = \(column))"
+        // The run id cast to text rather than every value to a number: PostgreSQL would cast other rows' values too, and fail on text.
+        "EXISTS (SELECT 1 FROM store_meta WHERE name = '\(baselineRunKey)' AND value = CAST(\(column) AS TEXT))"
     }
 
     /// Opens (creating if needed) the store at `path` and brings its schema up to date.
@@ -91,149 +76,37 @@ package final class SQLSnapshotStore: SnapshotStore {
         try self.init(path: path, readOnly: false)
     }
 
-    /// Opens the store at `path`. Read-only, it must exist and is never
-    /// written to, not even to migrate it: a store whose schema is older
-    /// (or newer) than this storesync is refused with a message saying so,
-    /// since upgrading it is the next run's job, under the run lock.
-    package init(path: String, readOnly: Bool) throws(StoreSyncError) {
-        self.path = path
-        guard !readOnly else {
-            let queue = try Self.openReadOnly(path)
-            sqlite = queue
-            engine = SQLiteEngine(pool: queue)
-            fileIdentity = nil
-            return
-        }
-        let pool: DatabasePool
-        do {
-            try FileManager.default.createDirectory(
-                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(10)
-            configuration.prepareDatabase { db in
-                // NORMAL is durable across process crashes in WAL mode; only a
-                // power loss can drop the last transactions, never corrupt.
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                // 32 MiB instead of 2 for the writer: the key index pages a night
-                // with scattered keys touches stay cached (64 MiB measured no faster
-                // at 1M records, a first load building the index once at its end).
-                // Readers scan (digests, exports) and keep the default: a reader per
-                // pool slot with a large cache would cost memory for nothing.
-                if !db.configuration.readonly {
-                    try db.execute(sql: "PRAGMA cache_size = \(Self.writerCacheSize)")
-                }
-            }
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try Schema.migrator.migrate(pool)
-            try pool.write { db in
-                try db.execute(sql: Schema.keyIndex)
-                try db.execute(sql: Schema.entityKeyIndex)
-            }
-        } catch {
-            throw .storage(path: path, reason: "cannot open: \(error)")
-        }
-        sqlite = pool
-        engine = SQLiteEngine(pool: pool)
-        fileIdentity = Self.fileIdentity(path)
-    }
-
-    /// The device and inode of the store's file when it was opened for writing
-    /// (nil read-only and on PostgreSQL, which has no file to lose).
-    private let fileIdentity: (device: UInt64, inode: UInt64)?
-
-    private static func fileIdentity(_ path: String) -> (device: UInt64, inode: UInt64)? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    /// Opens the SQLite store at `path` (``SQLiteEngine/open(_:readOnly:)``).
+    /// Read-only, it must exist and is never written to, not even to migrate
+    /// it: a store whose schema is older (or newer) than this storesync is
+    /// refused with a message saying so, since upgrading it is the next run's
+    /// job, under the run lock.
+    package convenience init(path: String, readOnly: Bool) throws(StoreSyncError) {
+        self.init(name: path, engine: try SQLiteEngine.open(path, readOnly: readOnly))
     }
 
     package func checkInPlace() throws(StoreSyncError) {
-        guard let opened = fileIdentity else { return }
-        let now = Self.fileIdentity(path)
-        guard let now, now.device == opened.device, now.inode == opened.inode else {
-            throw StoreSyncError(.storeLost, now == nil
-                ? "the store was removed while this run wrote it; what the run stored went with it"
-                : "the store was replaced by another file while this run wrote it; what the run stored is not in it",
-                place: .store(path),
-                remedy: "Restore the store (and its .history marker) from a backup and run the job again; "
-                    + "nothing of this night was exported. To start over on purpose, run once with --new-store")
-        }
+        try engine.checkInPlace()
+    }
+
+    /// A store over `engine`'s tables, which the caller has brought up to date.
+    init(name: String, engine: any SQLEngine) {
+        path = name
+        self.engine = engine
     }
 
     deinit {
         mirror.withLock { $0?.discard() }
     }
 
-    /// The store the streamed reads of exports run on: this one on SQLite; on
-    /// PostgreSQL a SQLite copy of it, taken in one consistent read and taken
-    /// again once anything was written since. An export reads the store after
-    /// its crawl, so a night copies it once: byte-identical exports from either
-    /// engine by construction, for one pass over the tables.
-    package func snapshotFile() throws -> String { try exportMirror().path }
-
-    func exportMirror() throws -> SQLSnapshotStore { try engine.exportStore(of: self) }
+    /// The store as a SQLite file, for an as-of export to attach: this one on
+    /// SQLite; on PostgreSQL a SQLite copy of it, taken in one consistent read
+    /// and again once anything was written since.
+    package func snapshotFile() throws -> String { try engine.sqliteSnapshot(of: self).path }
 
     /// Statements this store's writer has sent to its server (nil for an
     /// engine in the process): what a page costs in round trips, which tests bound.
     package var statementsSent: Int? { engine.statementsSent }
-
-    /// A store over `engine`'s tables, which the caller has brought up to date.
-    init(name: String, engine: any SQLEngine) {
-        path = name
-        self.engine = engine
-        sqlite = nil
-        fileIdentity = nil
-    }
-
-    private static func openReadOnly(_ path: String) throws(StoreSyncError) -> DatabaseQueue {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw .storage(path: path, reason: "no store here")
-        }
-        let queue: DatabaseQueue
-        let (complete, superseded): (Bool, Bool)
-        do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.busyMode = .timeout(10)
-            if let immutable = immutableFilename(path) {
-                // A SQLite built without URI filenames takes it for a file name and fails: the plain open follows.
-                queue = try (try? DatabaseQueue(path: immutable, configuration: configuration))
-                    ?? DatabaseQueue(path: path, configuration: configuration)
-            } else {
-                queue = try DatabaseQueue(path: path, configuration: configuration)
-            }
-            (complete, superseded) = try queue.read { db in
-                (try Schema.migrator.hasCompletedMigrations(db), try Schema.migrator.hasBeenSuperseded(db))
-            }
-        } catch {
-            throw .storage(path: path, reason: "cannot open read-only: \(error)")
-        }
-        if superseded {
-            throw .storage(path: path, reason: "the store was written by a newer storesync; use that version to read it")
-        }
-        if !complete {
-            throw .storage(path: path, reason: "the store's schema is older than this storesync; a read-only open does not "
-                           + "upgrade it: `storesync run` the job once (it migrates under the run lock), then read it")
-        }
-        return queue
-    }
-
-    /// The URI filename that opens the store at `path` as immutable, when that
-    /// is both needed and true: its folder is not writable (so no run can
-    /// write there: a run must create the `-wal` beside it) and no `-wal` is
-    /// there. A WAL-mode store read through SQLite's read-only mode needs a
-    /// `-shm` beside it, which such a folder cannot take (SQLite error 8,
-    /// "attempt to write a readonly database"); an immutable one needs none
-    /// and takes no locks. Nil otherwise: read-only mode (`SQLITE_OPEN_READONLY`)
-    /// then sees a run's committed pages while it writes.
-    static func immutableFilename(_ path: String) -> String? {
-        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        let folder = (absolute as NSString).deletingLastPathComponent
-        guard !FileManager.default.fileExists(atPath: absolute + "-wal"),
-              access(folder, W_OK) != 0,
-              let encoded = absolute.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { return nil }
-        return "file:\(encoded)?mode=ro&immutable=1"
-    }
 
     /// Sets one `store_meta` entry.
     static func setMeta(_ db: any SQLSession, _ name: String, _ value: String) throws {

@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 
 extension SQLSnapshotStore {
     /// Stands for the job file in the command a guard warning suggests; the

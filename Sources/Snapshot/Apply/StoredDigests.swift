@@ -1,5 +1,4 @@
 import Catalog
-import GRDB
 import Synchronization
 
 /// What the store holds of one record, as far as diffing needs: its content

@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 
 /// Where the engines differ under the store's shared SQL, declared by each
 /// engine (``SQLDialect/sqlite``, ``SQLDialect/postgres``, each in its
@@ -21,6 +20,54 @@ struct SQLDialect: Sendable {
     /// The columns of `table` in their order, with an implicit row id named
     /// where the engine has one (SQLite's `rowid` on `records` and `entities`).
     let columns: @Sendable (_ db: any SQLSession, _ table: String) throws -> [String]
+    /// The clause after a table's name that makes a query read the table
+    /// itself, in row order, rather than through an index ("" where the planner needs no telling).
+    let tableScanHint: String
+    /// The text of `column` up to its first tab (all of it when it has none),
+    /// sorting bytewise.
+    let firstTabField: @Sendable (_ column: String) -> String
+    /// A query reading rows in an order, written so that the engine's sort
+    /// holds what orders them, not what is selected (a payload can be a
+    /// megabyte, and a sort holds every row it sorts until it is done).
+    let orderedRows: @Sendable (_ query: OrderedRows) -> String
+}
+
+/// `SELECT select FROM table alias joins WHERE filter ORDER BY orderBy`, as
+/// ``SQLDialect/orderedRows`` renders it. `filter` and `orderBy` name only
+/// `alias`'s columns (other tables through subqueries); `joins` come after
+/// (`JOIN …`, `LEFT JOIN …`) and add columns to `select`, not rows.
+struct OrderedRows {
+    var select: String
+    var table: String
+    var alias: String
+    /// The table's unique row id column.
+    var id: String
+    var filter: String
+    var orderBy: String
+    var joins: String = ""
+}
+
+/// A query's rows read one at a time, in place (``SQLSession/cursor(_:_:)``):
+/// memory holds a row, or a server's batch of rows, never the result. Read
+/// within the transaction that opened it.
+protocol SQLCursor: AnyObject {
+    /// Steps to the next row; false once there is none.
+    func next() throws -> Bool
+    /// Whether column `column` of the current row is NULL.
+    func isNull(_ column: Int) -> Bool
+    /// A text column's UTF-8 bytes (none for NULL), valid until the next step.
+    func bytes(_ column: Int) -> UnsafeBufferPointer<UInt8>
+    /// An integer column (0 for NULL).
+    func int64(_ column: Int) -> Int64
+    /// A number column (0 for NULL).
+    func double(_ column: Int) -> Double
+}
+
+extension SQLCursor {
+    func text(_ column: Int) -> String { String(decoding: bytes(column), as: UTF8.self) }
+    func optionalText(_ column: Int) -> String? { isNull(column) ? nil : text(column) }
+    func optionalInt64(_ column: Int) -> Int64? { isNull(column) ? nil : int64(column) }
+    func optionalDouble(_ column: Int) -> Double? { isNull(column) ? nil : double(column) }
 }
 
 /// A value bound to a statement or read from a row, whichever the engine.
@@ -167,6 +214,10 @@ protocol SQLSession {
     func execute(_ sql: String, _ arguments: [any SQLArgument]) throws -> Int
     /// Runs an INSERT and returns the new row's `column` (its rowid, or `id`).
     func insert(_ sql: String, _ arguments: [any SQLArgument], returning column: String) throws -> Int64
+    /// A cursor over the rows of a query, read in place: the exports' reads,
+    /// a row per record, where a ``SQLRow`` of boxed values per row would cost
+    /// more than the read. Several may be open at once.
+    func cursor(_ sql: String, _ arguments: [any SQLArgument]) throws -> any SQLCursor
     /// Streams the rows of a query: memory holds a batch, not the result.
     func forEachRow(_ sql: String, _ arguments: [any SQLArgument], _ body: (SQLRow) throws -> Void) throws
     /// Every row of a small result.
@@ -274,10 +325,11 @@ protocol SQLEngine: Sendable {
     /// Statements sent to a server so far (nil for an engine in the process):
     /// what a page costs in round trips, which tests bound.
     var statementsSent: Int? { get }
-    /// The store the exports' streamed reads run on (``SQLSnapshotStore/exportMirror()``):
-    /// `store` itself for an engine whose reads are calls into the process,
-    /// else a local copy of it, taken again once anything was written since.
-    func exportStore(of store: SQLSnapshotStore) throws -> SQLSnapshotStore
+    /// The store as a SQLite file, which an as-of export attaches
+    /// (``SQLSnapshotStore/snapshotFile()``): `store` itself on SQLite, else a
+    /// local copy of it, taken again once anything was written since. Every
+    /// other export reads the store itself (``SQLSession/cursor(_:_:)``).
+    func sqliteSnapshot(of store: SQLSnapshotStore) throws -> SQLSnapshotStore
 
     // MARK: Upkeep, where each engine does its own
 
@@ -297,6 +349,9 @@ protocol SQLEngine: Sendable {
     func reclaimFreeSpace(fraction: Double) throws -> PruneResult.Reclaim
     /// What the store takes on disk, in bytes.
     func bytesOnDisk() -> Int64
+    /// Throws `storeLost` when the store this engine writes is no longer the
+    /// one at its location (a file removed or replaced under a run).
+    func checkInPlace() throws(StoreSyncError)
     /// The engine's own check of the store's pages: "ok" for a sound store.
     func integrityCheck() throws -> String
 }

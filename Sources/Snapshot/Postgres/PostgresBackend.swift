@@ -158,11 +158,9 @@ final class PostgresRunLock: Sendable {
 
 extension PostgresEngine {
     /// A SQLite copy of the store, taken in one consistent read and taken
-    /// again once anything was written since (the engine's write count): the
-    /// exports' streamed reads run on it. An export reads the store after its
-    /// crawl, so a night copies it once, and the exports are byte-identical
-    /// to SQLite's by construction.
-    func exportStore(of store: SQLSnapshotStore) throws -> SQLSnapshotStore {
+    /// again once anything was written since (the engine's write count): an
+    /// as-of export attaches it, the only read that needs a SQLite file.
+    func sqliteSnapshot(of store: SQLSnapshotStore) throws -> SQLSnapshotStore {
         let writes = self.writes
         if let current = store.mirror.withLock({ $0 }), current.writes == writes { return current.store }
         let (copy, discard) = try store.sqliteCopy()

@@ -21,7 +21,12 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     private var writer: PostgresConnection
     private let writerLock = NSLock()
     private var reader: PostgresConnection
-    private let readerLock = NSLock()
+    /// Recursive: a read made within a read on the same thread (an export
+    /// looking records up while it streams others) joins the open one, on the
+    /// one reader connection, rather than waiting for itself.
+    private let readerLock = NSRecursiveLock()
+    /// The read transaction open on `reader`, while one is (under `readerLock`).
+    private var openRead: (any SQLSession)?
     /// A worker's leases are renewed on a connection of their own: a heartbeat
     /// must never wait behind the writer's transaction (a closing step's
     /// replay, a claim waiting for a lock), or a busy worker would lose its scopes.
@@ -151,7 +156,12 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     func read<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         readerLock.lock()
         defer { readerLock.unlock() }
-        return try Self.transaction(try live(&reader), logger: logger, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+        if let openRead { return try body(openRead) }
+        return try Self.transaction(try live(&reader), logger: logger, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") { session in
+            openRead = session
+            defer { openRead = nil }
+            return try body(session)
+        }
     }
 
     private static func transaction<T>(_ connection: PostgresConnection, logger: Logger, begin: String,
@@ -287,7 +297,7 @@ struct PostgresSession: SQLSession {
         return (statements.filter { !$0.allSatisfy(\.isWhitespace) }, count)
     }
 
-    private static let cursors = Atomic<Int>(0)
+    static let cursors = Atomic<Int>(0)
 
     /// The longest a statement may take before the store gives up on it
     /// (Invariant 8): a copy's largest insert or a cursor's batch takes seconds.
@@ -538,6 +548,15 @@ struct PostgresSession: SQLSession {
         return try result.rows.map { SQLRow(names: names, values: try Self.values($0)) }
     }
 
+    func cursor(_ sql: String, _ arguments: [any SQLArgument]) throws -> any SQLCursor {
+        try PostgresCursor(session: self, sql: sql, arguments: arguments)
+    }
+
+    /// The rows a `FETCH` gives, as the server sent them.
+    func fetch(_ sql: String) throws -> [PostgresRow] {
+        Array(try run(sql, []).rows)
+    }
+
     /// A cursor within the transaction, fetched in batches: a scan of every
     /// record holds one batch in memory, not the table.
     func forEachRow(_ sql: String, _ arguments: [any SQLArgument], _ body: (SQLRow) throws -> Void) throws {
@@ -552,7 +571,7 @@ struct PostgresSession: SQLSession {
         }
     }
 
-    static func values(_ row: PostgresRow) throws -> [SQLValue] {
+    static func values<Cells: Sequence<PostgresCell>>(_ row: Cells) throws -> [SQLValue] {
         var values: [SQLValue] = []
         for cell in row {
             guard cell.bytes != nil else {
@@ -607,7 +626,94 @@ extension SQLDialect {
                 SELECT column_name FROM information_schema.columns
                 WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position
                 """, [table]).map { $0[0] as String }
+        },
+        tableScanHint: "",
+        firstTabField: { #"split_part(\#($0), chr(9), 1) COLLATE "C""# },
+        // The server sorts (in its work memory, spilling to its own files):
+        // what it holds is not storesync's memory.
+        orderedRows: { query in
+            """
+            SELECT \(query.select) FROM \(query.table) \(query.alias) \(query.joins)
+            WHERE \(query.filter) ORDER BY \(query.orderBy)
+            """
         })
+}
+
+/// PostgreSQL's ``SQLCursor``: a server cursor in the read's transaction,
+/// fetched a batch of rows at a time (a few hundred: a payload may be a
+/// megabyte). A column's bytes are copied out of the batch into a buffer of
+/// the cursor's, which is what they stay valid in until the next step.
+final class PostgresCursor: SQLCursor {
+    static let batchRows = 256
+    private let session: PostgresSession
+    private let name: String
+    private var batch: [PostgresRandomAccessRow] = []
+    private var position = 0
+    private var lastBatch = false
+    private var buffers: [UnsafeMutableBufferPointer<UInt8>] = []
+
+    init(session: PostgresSession, sql: String, arguments: [any SQLArgument]) throws {
+        self.session = session
+        name = "storesync_read_\(PostgresSession.cursors.add(1, ordering: .relaxed).newValue)"
+        // Closed by the transaction's end (a cursor WITHOUT HOLD), whether read to its end or not.
+        try session.execute("DECLARE \(name) NO SCROLL CURSOR FOR " + sql, arguments)
+    }
+
+    deinit {
+        for buffer in buffers { buffer.deallocate() }
+    }
+
+    func next() throws -> Bool {
+        position += 1
+        if position < batch.count { return true }
+        guard !lastBatch else { return false }
+        batch = try session.fetch("FETCH FORWARD \(Self.batchRows) FROM \(name)").map(PostgresRandomAccessRow.init)
+        position = 0
+        lastBatch = batch.count < Self.batchRows
+        return !batch.isEmpty
+    }
+
+    private func cell(_ column: Int) -> PostgresCell { batch[position][column] }
+
+    func isNull(_ column: Int) -> Bool { cell(column).bytes == nil }
+
+    func bytes(_ column: Int) -> UnsafeBufferPointer<UInt8> {
+        let cell = cell(column)
+        guard let bytes = cell.bytes else { return UnsafeBufferPointer(start: nil, count: 0) }
+        switch cell.dataType {
+        case .int2, .int4, .int8, .oid, .float4, .float8, .bool, .numeric:
+            // A number read as text, as SQLite would give it.
+            let value = (try? PostgresSession.values([cell]).first) ?? nil
+            let text = value.flatMap(String.init(sqlValue:)) ?? ""
+            return copy(Array(text.utf8), column)
+        default:
+            return bytes.withUnsafeReadableBytes { copy(UnsafeBufferPointer(start: $0.bindMemory(to: UInt8.self).baseAddress, count: $0.count), column) }
+        }
+    }
+
+    private func copy<C: Collection<UInt8>>(_ bytes: C, _ column: Int) -> UnsafeBufferPointer<UInt8> {
+        while buffers.count <= column { buffers.append(.allocate(capacity: 64)) }
+        if buffers[column].count < bytes.count {
+            buffers[column].deallocate()
+            buffers[column] = .allocate(capacity: max(bytes.count, 2 * buffers[column].count))
+        }
+        let written = buffers[column].initialize(fromContentsOf: bytes)
+        return UnsafeBufferPointer(rebasing: buffers[column][..<written])
+    }
+
+    func int64(_ column: Int) -> Int64 {
+        let cell = cell(column)
+        guard cell.bytes != nil else { return 0 }
+        if let value = try? cell.decode(Int64.self) { return value }
+        return (try? PostgresSession.values([cell]).first).flatMap { $0.flatMap(Int64.init(sqlValue:)) } ?? 0
+    }
+
+    func double(_ column: Int) -> Double {
+        let cell = cell(column)
+        guard cell.bytes != nil else { return 0 }
+        if let value = try? cell.decode(Double.self) { return value }
+        return (try? PostgresSession.values([cell]).first).flatMap { $0.flatMap(Double.init(sqlValue:)) } ?? 0
+    }
 }
 
 extension PostgresEngine {
@@ -656,4 +762,7 @@ extension PostgresEngine {
 
     /// The server checks its pages itself (checksums, WAL replay).
     func integrityCheck() throws -> String { "ok" }
+
+    /// A database has no file a run could lose under it.
+    func checkInPlace() throws(StoreSyncError) {}
 }

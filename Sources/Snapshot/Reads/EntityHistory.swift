@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 
 /// How a version of an entity began.
 public enum VersionEvent: String, Sendable, Equatable, CaseIterable {
@@ -164,22 +163,15 @@ extension SQLSnapshotStore {
     package func forEachEntityHistory(of entity: EntityKind, runs: [Int64]?,
                                       _ body: (EntityHistory) throws -> Void) throws {
         try stream { db in
-            // Two reads in key order (SQLite's byte order), merged: the entities held
-            // now and the log's rows, so a removed entity's tombstone is found too.
-            let current = RawStatement(try db.makeStatement(sql: """
-                SELECT key, fields, added_run, changed_run FROM entities WHERE entity = ? ORDER BY key
-                """))
-            current.bind(1, entity.rawValue)
-            let filter = runs == nil ? "" : "AND run_id IN (SELECT value FROM json_each(?))"
-            let logged = RawStatement(try db.makeStatement(sql: """
-                SELECT key, run_id, source, op, field, before, after, id FROM changes
-                WHERE entity = ? \(filter) ORDER BY key, id
-                """))
-            logged.bind(1, entity.rawValue)
-            if let runs { logged.bind(2, "[" + runs.map(String.init).joined(separator: ",") + "]") }
+            // Two reads in key order (bytewise on both engines), merged: the entities
+            // held now and the log's rows, so a removed entity's tombstone is found too.
+            let current = try db.cursor("SELECT key, fields, added_run, changed_run FROM entities WHERE entity = ? ORDER BY key", [entity.rawValue])
+            // Run ids are numbers this code formats: written into the query, not bound one by one.
+            let filter = runs.map { $0.isEmpty ? "AND 1 = 0" : "AND run_id IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
+            let logged = try db.cursor(Self.historyChangeColumns + " WHERE entity = ? \(filter) ORDER BY key, id", [entity.rawValue])
 
-            var held = try current.nextRow(db) ? Self.currentRow(current) : nil
-            var pending = try logged.nextRow(db) ? Self.changeRow(logged, entity: entity) : nil
+            var held = try current.next() ? Self.currentRow(current) : nil
+            var pending = try logged.next() ? Self.historyChangeRow(logged, entity: entity) : nil
             while held != nil || pending != nil {
                 let key: String
                 if let held, let pending {
@@ -187,20 +179,21 @@ extension SQLSnapshotStore {
                 } else {
                     key = held?.key ?? pending!.key
                 }
-                // Keys compared as SQLite orders them, byte for byte: Swift's `==` would
+                // Keys compared as the engines order them, byte for byte: Swift's `==` would
                 // take two spellings of "é" for one key.
                 var changes: [ChangeRow] = []
                 while let row = pending, row.key.utf8.elementsEqual(key.utf8) {
                     changes.append(row)
-                    pending = try logged.nextRow(db) ? Self.changeRow(logged, entity: entity) : nil
+                    pending = try logged.next() ? Self.historyChangeRow(logged, entity: entity) : nil
                 }
                 var now: EntityHistoryBuilder.Current?
                 if let row = held, row.key.utf8.elementsEqual(key.utf8) {
                     now = row.current
-                    held = try current.nextRow(db) ? Self.currentRow(current) : nil
+                    held = try current.next() ? Self.currentRow(current) : nil
                 }
-                try body(EntityHistory(entity: entity, key: key, versions: EntityHistoryBuilder.versions(current: now, changes: changes),
-                                       firstSeenRun: now?.addedRun, lastChangedRun: now?.changedRun))
+                let history = EntityHistory(entity: entity, key: key, versions: EntityHistoryBuilder.versions(current: now, changes: changes),
+                                            firstSeenRun: now?.addedRun, lastChangedRun: now?.changedRun)
+                try handOver { try body(history) }
             }
         }
     }
@@ -210,19 +203,12 @@ extension SQLSnapshotStore {
         do {
             try stream { db in
                 var now: EntityHistoryBuilder.Current?
-                let current = RawStatement(try db.makeStatement(sql: """
-                    SELECT key, fields, added_run, changed_run FROM entities WHERE entity = ? AND key = ?
-                    """))
-                current.bind(1, entity.rawValue)
-                current.bind(2, key)
-                if try current.nextRow(db) { now = Self.currentRow(current).current }
-                let logged = RawStatement(try db.makeStatement(sql: """
-                    SELECT key, run_id, source, op, field, before, after, id FROM changes WHERE entity = ? AND key = ? ORDER BY id
-                    """))
-                logged.bind(1, entity.rawValue)
-                logged.bind(2, key)
+                let current = try db.cursor("SELECT key, fields, added_run, changed_run FROM entities WHERE entity = ? AND key = ?",
+                                            [entity.rawValue, key])
+                if try current.next() { now = Self.currentRow(current).current }
+                let logged = try db.cursor(Self.historyChangeColumns + " WHERE entity = ? AND key = ? ORDER BY id", [entity.rawValue, key])
                 var changes: [ChangeRow] = []
-                while try logged.nextRow(db) { changes.append(Self.changeRow(logged, entity: entity)) }
+                while try logged.next() { changes.append(Self.historyChangeRow(logged, entity: entity)) }
                 guard now != nil || !changes.isEmpty else { return }
                 found = EntityHistory(entity: entity, key: key, versions: EntityHistoryBuilder.versions(current: now, changes: changes),
                                       firstSeenRun: now?.addedRun, lastChangedRun: now?.changedRun)
@@ -235,14 +221,14 @@ extension SQLSnapshotStore {
         return found
     }
 
-    private static func currentRow(_ statement: RawStatement) -> (key: String, current: EntityHistoryBuilder.Current) {
-        (statement.columnText(0), EntityHistoryBuilder.Current(payload: statement.columnText(1), addedRun: statement.columnInt64(2),
-                                                               changedRun: statement.columnInt64(3)))
+    private static func currentRow(_ rows: any SQLCursor) -> (key: String, current: EntityHistoryBuilder.Current) {
+        (rows.text(0), EntityHistoryBuilder.Current(payload: rows.text(1), addedRun: rows.int64(2), changedRun: rows.int64(3)))
     }
 
-    private static func changeRow(_ statement: RawStatement, entity: EntityKind) -> ChangeRow {
-        ChangeRow(id: statement.columnInt64(7), runID: statement.columnInt64(1), source: statement.columnText(2), entity: entity.rawValue,
-                  key: statement.columnText(0), op: statement.columnText(3), field: statement.columnOptionalText(4),
-                  before: statement.columnOptionalText(5), after: statement.columnOptionalText(6))
+    private static let historyChangeColumns = "SELECT key, run_id, source, op, field, before, after, id FROM changes"
+
+    private static func historyChangeRow(_ rows: any SQLCursor, entity: EntityKind) -> ChangeRow {
+        ChangeRow(id: rows.int64(7), runID: rows.int64(1), source: rows.text(2), entity: entity.rawValue, key: rows.text(0),
+                  op: rows.text(3), field: rows.optionalText(4), before: rows.optionalText(5), after: rows.optionalText(6))
     }
 }

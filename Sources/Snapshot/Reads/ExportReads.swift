@@ -1,23 +1,36 @@
 import Catalog
 import Foundation
-import GRDB
 
-/// The reads exports and reports make, in SQLite: projections with
-/// `json_extract`, streamed through SQLite's C API. A PostgreSQL store's
-/// streamed reads go through a SQLite copy of it (``exportMirror()``).
+/// The reads exports and reports make, written once for every engine: rows
+/// streamed through an ``SQLCursor`` (SQLite's C API in place; a PostgreSQL
+/// server cursor a batch at a time), payload members typed by
+/// ``PayloadProjection`` as SQLite's `json_extract` types them, whichever the
+/// engine, so the exports are byte-identical across engines.
 extension SQLSnapshotStore {
     /// SQLite JSON path of a payload member (quoted: member names may hold dots).
     static func jsonPath(_ field: String) -> String {
         "$.\"\(field.replacingOccurrences(of: "\"", with: "\"\""))\""
     }
 
-    /// Runs a streaming read: SQLite's errors become ``StoreSyncError``, the callback's pass through unchanged.
-    func stream(_ body: (Database) throws -> Void) throws {
+    /// Runs a streaming read over one consistent view of the store, on the
+    /// store's own engine (PostgreSQL's rows come from its server, batch by
+    /// batch): the engine's errors become ``StoreSyncError``; the caller's,
+    /// thrown through ``handOver(_:)``, come out unchanged.
+    func stream(_ body: (any SQLSession) throws -> Void) throws {
         do {
-            try exportMirror().pool.read(body)
-        } catch let error as DatabaseError {
+            try engine.read(body)
+        } catch let error as CallerError {
+            throw error.error
+        } catch let error as StoreSyncError {
+            throw error
+        } catch {
             throw StoreSyncError.storage(path: path, reason: "\(error)", cause: error)
         }
+    }
+
+    /// Calls a streaming read's caller, whose error is then its own, not the store's (``stream(_:)``).
+    func handOver<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch { throw CallerError(error: error) }
     }
 
     package func entities() throws(StoreSyncError) -> [EntityKind] {
@@ -81,154 +94,160 @@ extension SQLSnapshotStore {
 
     package func forEachRecordBytes(of entity: EntityKind, order: RecordOrder,
                                     _ body: (StoredRecordBytes) throws -> Void) throws {
-        // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
-        let firstSource = "substr(sources, 1, instr(sources || char(9), char(9)) - 1)"
-        let selected = "\(firstSource), key, fields, added_run, changed_run, entities.rowid"
+        let selected = "e.sources, e.key, e.fields, e.added_run, e.changed_run, e.rowid"
         try stream { db in
             let sql: String
             switch order {
             case .insertion:
-                // Insertion order is rowid order. `WHERE entity = ?` alone makes the
-                // planner walk the (entity, key) index and sort every row, payload
-                // and all, in a temporary B-tree (110k temp-file writes for 100k
-                // rows): a kind alone in the table is read by a plain scan instead,
-                // and otherwise its rowids are collected from the index (sorted,
-                // small) and its rows read in that order.
-                let others = try Bool.fetchOne(db, sql: """
-                    SELECT EXISTS (SELECT 1 FROM entities WHERE entity < ?1) OR EXISTS (SELECT 1 FROM entities WHERE entity > ?1)
-                    """, arguments: [entity.rawValue]) ?? true
+                // Insertion order is rowid order. `WHERE entity = ?` alone makes
+                // SQLite's planner walk the (entity, key) index and sort every row,
+                // payload and all, in a temporary B-tree (110k temp-file writes for
+                // 100k rows): a kind alone in the table is read by a plain scan
+                // instead, and otherwise its rowids are collected from the index
+                // (sorted, small) and its rows read in that order.
+                let others = try db.value(as: Bool.self, """
+                    SELECT EXISTS (SELECT 1 FROM entities WHERE entity < ?) OR EXISTS (SELECT 1 FROM entities WHERE entity > ?)
+                    """, [entity.rawValue, entity.rawValue]) ?? true
                 sql = others
-                    ? "SELECT \(selected) FROM entities WHERE rowid IN (SELECT rowid FROM entities WHERE entity = ?) ORDER BY rowid"
-                    : "SELECT \(selected) FROM entities NOT INDEXED WHERE entity = ? ORDER BY rowid"
+                    ? db.dialect.orderedRows(OrderedRows(select: selected, table: "entities", alias: "e", id: "rowid",
+                                                         filter: "e.entity = ?", orderBy: "e.rowid"))
+                    : "SELECT \(selected) FROM entities e \(db.dialect.tableScanHint) WHERE e.entity = ? ORDER BY e.rowid"
             case .sourceAndKey:
-                // Ids sorted, rows read in that order (``payloadsInOrder(of:runStarted:)``).
-                sql = """
-                    SELECT \(selected) FROM (SELECT rowid AS id FROM entities WHERE entity = ?
-                                            ORDER BY \(firstSource), key
-                                            LIMIT -1) AS picked
-                    CROSS JOIN entities ON entities.rowid = picked.id
-                    """
+                // `source` is the entity's first sighting's (its sources are sorted lines "source<TAB>kind<TAB>role").
+                sql = db.dialect.orderedRows(OrderedRows(select: selected, table: "entities", alias: "e", id: "rowid", filter: "e.entity = ?",
+                                                         orderBy: "\(db.dialect.firstTabField("e.sources")), e.key"))
             }
-            let query = RawStatement(try db.makeStatement(sql: sql))
-            query.bind(1, entity.rawValue)
-            while try query.nextRow(db) {
-                try body(StoredRecordBytes(source: query.columnBytes(0), key: query.columnBytes(1), payload: query.columnBytes(2),
-                                           addedRun: query.columnInt64(3), changedRun: query.columnInt64(4), id: query.columnInt64(5)))
+            let rows = try db.cursor(sql, [entity.rawValue])
+            while try rows.next() {
+                let sources = rows.bytes(0)
+                let source = UnsafeBufferPointer(rebasing: sources[..<(sources.firstIndex(of: 9) ?? sources.count)])
+                let record = StoredRecordBytes(source: source, key: rows.bytes(1), payload: rows.bytes(2),
+                                               addedRun: rows.int64(3), changedRun: rows.int64(4), id: rows.int64(5))
+                try handOver { try body(record) }
             }
         }
     }
 
+    /// Counted here rather than by a `NOT EXISTS` over a JSON function: the
+    /// member is typed by ``PayloadProjection``, as on every other read, and
+    /// cast to text as SQLite's `CAST(… AS TEXT)` does.
     package func unlinkedCount(of entity: EntityKind, field: String, target: EntityKind) throws(StoreSyncError) -> Int {
         var count = 0
-        do {
+        try wrap {
             try stream { db in
-                let value = "json_extract(e.fields, '\(Self.jsonPath(field).replacingOccurrences(of: "'", with: "''"))')"
-                count = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM entities e
-                    WHERE e.entity = ? AND \(value) IS NOT NULL AND CAST(\(value) AS TEXT) != ''
-                      AND NOT EXISTS (SELECT 1 FROM entities t WHERE t.entity = ? AND t.key = CAST(\(value) AS TEXT))
-                    """, arguments: [entity.rawValue, target.rawValue]) ?? 0
+                // Linked values (their bytes: keys compare as stored) and how many records name each.
+                var named: [[UInt8]: Int] = [:]
+                var projection = PayloadProjection([ExportColumn(field, field)])
+                var values: [StoredValue] = []
+                let rows = try db.cursor("SELECT fields FROM entities WHERE entity = ?", [entity.rawValue])
+                while try rows.next() {
+                    projection.values(of: rows.bytes(0), into: &values)
+                    guard let text = values[0].sqliteText, !text.isEmpty else { continue }
+                    named[Array(text.utf8), default: 0] += 1
+                }
+                var found = Set<[UInt8]>()
+                // A value holding a NUL names no key: no engine's key can hold one (PostgreSQL's text cannot).
+                let linked = named.keys.filter { !$0.contains(0) }.map { String(decoding: $0, as: UTF8.self) }
+                try db.rows(keyedBy: linked, [target.rawValue], { "SELECT key FROM entities WHERE entity = ? AND key IN (\($0))" }) { row in
+                    found.insert(Array((row[0] as String).utf8))
+                }
+                count = named.reduce(0) { total, entry in found.contains(entry.key) ? total : total + entry.value }
             }
-        } catch let error as StoreSyncError {
-            throw error
-        } catch {
-            throw .storage(path: path, reason: "\(error)", cause: error)
         }
         return count
     }
 
     package func forEachChange(runID: Int64?, order: ChangeOrder, _ body: (ChangeRow) throws -> Void) throws {
-        let filter = runID == nil ? "" : "WHERE run_id = ?"
-        let orderBy = switch order {
-        case .insertion: "id"
-        case .record: "source, entity, key, op, field"
-        }
         try stream { db in
-            // Ids sorted, rows read in that order: a changed field's values can be a megabyte each.
-            let query = RawStatement(try db.makeStatement(sql: """
-                SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, c.id
-                FROM (SELECT id FROM changes \(filter) ORDER BY \(orderBy) LIMIT -1) AS picked CROSS JOIN changes c ON c.id = picked.id
-                """))
-            if let runID { query.bind(1, runID) }
-            while try query.nextRow(db) {
-                try body(ChangeRow(id: query.columnInt64(8), runID: query.columnInt64(0), source: query.columnText(1), entity: query.columnText(2),
-                                   key: query.columnText(3), op: query.columnText(4), field: query.columnOptionalText(5),
-                                   before: query.columnOptionalText(6), after: query.columnOptionalText(7)))
+            // A changed field's values can be a megabyte each: ``SQLDialect/orderedRows``.
+            let rows = try db.cursor(db.dialect.orderedRows(OrderedRows(
+                select: Self.changeColumns, table: "changes", alias: "c", id: "id",
+                filter: runID == nil ? "1 = 1" : "c.run_id = ?",
+                orderBy: order == .insertion ? "c.id" : "c.source, c.entity, c.key, c.op, c.field NULLS FIRST, c.id")),
+                runID.map { [$0] } ?? [])
+            while try rows.next() {
+                let change = Self.changeRow(rows)
+                try handOver { try body(change) }
             }
         }
     }
 
-    /// Streams a feed query's rows as ``FeedRecord``s (columns `entity`, `key`, `payload`, optional `run_started`).
-    /// `body` returns false to stop: the statement is not stepped further, so
-    /// a feed that needs ten records reads ten payloads, not the whole kind.
-    func streamFeedRecords(_ sql: String, _ arguments: [String], _ body: (FeedRecord) throws -> Bool) throws {
-        try stream { db in
-            let query = RawStatement(try db.makeStatement(sql: sql))
-            for (index, argument) in arguments.enumerated() { query.bind(Int32(index + 1), argument) }
-            let hasRunStarted = query.columnCount > 3
-            // Reset whether stopped early or not: a pooled reader must not keep its read transaction open.
-            defer { query.reset() }
-            while try query.nextRow(db) {
-                guard let entity = EntityKind(rawValue: query.columnText(0)) else { continue }
-                let started = hasRunStarted ? query.columnOptionalDouble(3) : nil
-                let record = FeedRecord(entity: entity, key: query.columnText(1), payload: query.columnText(2),
-                                        addedRunStartedAt: started.map(Date.init(timeIntervalSince1970:)))
-                guard try body(record) else { return }
-            }
-        }
+    /// The columns ``changeRow(_:)`` reads, first in a query's list.
+    static let changeColumns = "c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, c.id"
+
+    static func changeRow(_ rows: any SQLCursor) -> ChangeRow {
+        ChangeRow(id: rows.int64(8), runID: rows.int64(0), source: rows.text(1), entity: rows.text(2), key: rows.text(3),
+                  op: rows.text(4), field: rows.optionalText(5), before: rows.optionalText(6), after: rows.optionalText(7))
     }
 
-    /// The SQL and arguments of a feed query; `LIMIT` bounds SQLite's sort to
-    /// the rows kept (a top-N sort), not the whole kind.
+    /// The records a feed lists, in its order, read in two steps within one
+    /// view of the store: the sort fields of every candidate, read from its
+    /// payload by ``PayloadProjection`` and ordered here as SQLite orders
+    /// `json_extract` values (``StoredValue/sqliteOrder(_:)``), keeping only
+    /// the first `limit`; then the kept records' payloads, by row id, a few
+    /// hundred at a time. Memory holds the feed's items and one batch of
+    /// payloads, never the kind's; `body` returning false stops the read.
     ///
-    /// SQLite sorts the rows' ids and sort keys only, and each payload is read
-    /// by rowid in that order (``payloadsInOrder(of:)``): a sort holds every
-    /// row it sorts, and with payloads a 100,000-item feed of listings, some
-    /// with a megabyte of text, held hundreds of megabytes.
-    static func feedSQL(_ query: FeedQuery, limit: Int?) -> (sql: String, arguments: [String]) {
-        // Always a LIMIT (-1: none): see payloadsInOrder(of:runStarted:).
-        let limitClause = limit.map { " LIMIT \(max(0, $0))" } ?? " LIMIT -1"
-        switch query {
-        case .newestFirst(let entities, let field):
-            return (payloadsInOrder(of: """
-                SELECT rowid AS id FROM entities WHERE entity IN (\(databaseQuestionMarks(count: entities.count)))
-                ORDER BY json_extract(fields, ?) DESC, entity, key\(limitClause)
-                """), entities.map(\.rawValue) + [jsonPath(field)])
-        case .newestAdded(let entity, let field):
-            return (payloadsInOrder(of: """
-                SELECT rowid AS id FROM entities
-                -- What the baseline found was there before: listing it would announce the catalogue.
-                WHERE entity = ? AND NOT \(isBaseline("added_run"))
-                ORDER BY added_run DESC, json_extract(fields, ?) DESC, key\(limitClause)
-                """, runStarted: true), [entity.rawValue, jsonPath(field)])
-        case .chart(let chart):
-            return (payloadsInOrder(of: """
-                SELECT rowid AS id FROM entities WHERE entity = ? AND json_extract(fields, ?) = ?
-                ORDER BY json_extract(fields, ?), json_extract(fields, ?), json_extract(fields, ?), key\(limitClause)
-                """), [EntityKind.chartEntry.rawValue, jsonPath("chart"), chart, jsonPath("country"),
-                      jsonPath("genre_id"), jsonPath("rank")])
-        }
-    }
-
-    /// The entities `picking` selects (a query of `rowid AS id`, in its
-    /// order) with their payloads, read in that order. The picked rowids are
-    /// SQLite's co-routine and the left side of a CROSS JOIN, which SQLite
-    /// always keeps as the outer loop: rows come out in the co-routine's
-    /// order with no second sort (an outer ORDER BY would sort the payloads
-    /// again). `picking` must end with a LIMIT (`LIMIT -1` for none): SQLite
-    /// flattens a subquery without one into the join and drops its ORDER BY.
-    /// `SortedReadsTests` checks the order.
-    static func payloadsInOrder(of picking: String, runStarted: Bool = false) -> String {
-        """
-        SELECT e.entity, e.key, e.fields AS payload\(runStarted ? ", runs.started_at AS run_started" : "")
-        FROM (\(picking)) AS picked CROSS JOIN entities e ON e.rowid = picked.id
-        \(runStarted ? "-- LEFT: retention may have pruned the run that added an entity long ago; the entity stays listed.\nLEFT JOIN runs ON runs.id = e.added_run" : "")
-        """
-    }
-
+    /// No JSON function of the engine's: PostgreSQL's refuse a `\u0000`
+    /// escape that SQLite and the stored payload hold, and order their own way.
     package func forEachFeedRecord(_ query: FeedQuery, limit: Int?, _ body: (FeedRecord) throws -> Bool) throws {
-        let (sql, arguments) = Self.feedSQL(query, limit: limit)
-        try streamFeedRecords(sql, arguments, body)
+        if limit == 0 { return }
+        try stream { db in
+            var picked = FeedPick(order: query, limit: limit)
+            var values: [StoredValue] = []
+            switch query {
+            case .newestFirst(let entities, let field):
+                var projection = PayloadProjection([ExportColumn(field, field)])
+                let rows = try db.cursor("""
+                    SELECT rowid, entity, key, fields FROM entities WHERE entity IN (\(repeatElement("?", count: entities.count).joined(separator: ", ")))
+                    """, entities.map(\.rawValue))
+                while try rows.next() {
+                    projection.values(of: rows.bytes(3), into: &values)
+                    picked.add(FeedPick.Candidate(id: rows.int64(0), entity: Array(rows.bytes(1)), key: Array(rows.bytes(2)), sortValues: values))
+                }
+            case .newestAdded(let entity, let field):
+                // What the baseline found was there before: listing it would announce the catalogue.
+                let baseline = try db.value(as: Int64.self, "SELECT value FROM store_meta WHERE name = ?", [Self.baselineRunKey])
+                var projection = PayloadProjection([ExportColumn(field, field)])
+                let rows = try db.cursor("SELECT rowid, added_run, key, fields FROM entities WHERE entity = ?", [entity.rawValue])
+                while try rows.next() {
+                    let added = rows.int64(1)
+                    guard added != baseline else { continue }
+                    projection.values(of: rows.bytes(3), into: &values)
+                    picked.add(FeedPick.Candidate(id: rows.int64(0), entity: [], key: Array(rows.bytes(2)),
+                                                  sortValues: [.integer(added)] + values))
+                }
+            case .chart(let chart):
+                var projection = PayloadProjection(["chart", "country", "genre_id", "rank"].map { ExportColumn($0, $0) })
+                let rows = try db.cursor("SELECT rowid, key, fields FROM entities WHERE entity = ?", [EntityKind.chartEntry.rawValue])
+                while try rows.next() {
+                    projection.values(of: rows.bytes(2), into: &values)
+                    guard values[0] == .text(chart) else { continue }
+                    picked.add(FeedPick.Candidate(id: rows.int64(0), entity: [], key: Array(rows.bytes(1)), sortValues: Array(values[1...])))
+                }
+            }
+            let ids = picked.ordered().map(\.id)
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let slice = Array(ids[start..<min(start + 500, ids.count)])
+                var byID: [Int64: FeedRecord] = [:]
+                let rows = try db.cursor("""
+                    SELECT e.rowid, e.entity, e.key, e.fields, runs.started_at FROM entities e
+                    -- LEFT: retention may have pruned the run that added an entity long ago; the entity stays listed.
+                    LEFT JOIN runs ON runs.id = e.added_run
+                    WHERE e.rowid IN (\(repeatElement("?", count: slice.count).joined(separator: ", ")))
+                    """, slice)
+                while try rows.next() {
+                    guard let entity = EntityKind(rawValue: rows.text(1)) else { continue }
+                    byID[rows.int64(0)] = FeedRecord(entity: entity, key: rows.text(2), payload: rows.text(3),
+                                                     addedRunStartedAt: rows.optionalDouble(4).map(Date.init(timeIntervalSince1970:)))
+                }
+                for id in slice {
+                    guard var record = byID[id] else { continue }
+                    if case .newestAdded = query {} else { record.addedRunStartedAt = nil }
+                    guard try handOver({ try body(record) }) else { return }
+                }
+            }
+        }
     }
 
     func allFeedRecords(_ query: FeedQuery) throws(StoreSyncError) -> [FeedRecord] {
@@ -247,17 +266,20 @@ extension SQLSnapshotStore {
 
     package func entitiesByKey(_ entity: EntityKind, keys: [String]) throws(StoreSyncError) -> [FeedRecord] {
         var found: [FeedRecord] = []
-        // In slices: SQLite caps the number of bound parameters.
+        // In slices: an engine caps the number of bound parameters.
         let unique = Array(Set(keys)).sorted()
-        var start = 0
         try wrap {
-            while start < unique.count {
-                let slice = Array(unique[start..<min(start + 500, unique.count)])
-                try streamFeedRecords("""
-                    SELECT entity, key, fields AS payload FROM entities
-                    WHERE entity = ? AND key IN (\(databaseQuestionMarks(count: slice.count))) ORDER BY key
-                    """, [entity.rawValue] + slice) { found.append($0); return true }
-                start += 500
+            try stream { db in
+                for start in stride(from: 0, to: unique.count, by: 500) {
+                    let slice = Array(unique[start..<min(start + 500, unique.count)])
+                    let rows = try db.cursor("""
+                        SELECT key, fields FROM entities WHERE entity = ? AND key IN (\(repeatElement("?", count: slice.count).joined(separator: ", ")))
+                        ORDER BY key
+                        """, [entity.rawValue] + slice)
+                    while try rows.next() {
+                        found.append(FeedRecord(entity: entity, key: rows.text(0), payload: rows.text(1), addedRunStartedAt: nil))
+                    }
+                }
             }
         }
         return found
@@ -269,29 +291,33 @@ extension SQLSnapshotStore {
 
     package func forEachDecrease(of entity: EntityKind, field: String, limit: Int?,
                                  _ body: (FieldDecrease) throws -> Bool) throws {
-        // Ids sorted first, payloads read in that order (``payloadsInOrder(of:runStarted:)``).
+        if limit == 0 { return }
         try stream { db in
-            let query = RawStatement(try db.makeStatement(sql: """
-                SELECT e.key, e.fields AS payload, c.before, c.after, runs.started_at AS run_started
-                FROM (SELECT c.id AS id FROM changes c JOIN entities e ON e.entity = c.entity AND e.key = c.key
-                      JOIN runs ON runs.id = c.run_id
-                      WHERE c.entity = ? AND c.op = 'changed' AND c.field = ?
-                        AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.entity = c.entity
-                                    AND c2.key = c.key AND c2.op = 'changed' AND c2.field = c.field)
-                        AND CAST(c.after AS REAL) < CAST(c.before AS REAL)
-                      ORDER BY c.run_id DESC, e.key
-                """ + (limit.map { " LIMIT \(max(0, $0))" } ?? " LIMIT -1") + """
-                ) AS picked CROSS JOIN changes c ON c.id = picked.id
-                JOIN entities e ON e.entity = c.entity AND e.key = c.key
-                JOIN runs ON runs.id = c.run_id
-                """))
-            query.bind(1, entity.rawValue)
-            query.bind(2, field)
-            defer { query.reset() }
-            while try query.nextRow(db) {
-                let decrease = FieldDecrease(key: query.columnText(0), payload: query.columnText(1), before: query.columnText(2),
-                                             after: query.columnText(3), runStartedAt: Date(timeIntervalSince1970: query.columnDouble(4)))
-                guard try body(decrease) else { return }
+            // Each record's latest change of `field`, newest run first. Whether
+            // it is a decrease is told here, reading the values as SQLite's
+            // `CAST(… AS REAL)` does (``StoredValue/sqliteReal(_:)``), which no
+            // engine's cast refusing text that is not a number can stop.
+            let rows = try db.cursor(db.dialect.orderedRows(OrderedRows(
+                select: "c.key, e.fields, c.before, c.after, runs.started_at", table: "changes", alias: "c", id: "id",
+                filter: """
+                    c.entity = ? AND c.op = 'changed' AND c.field = ?
+                    AND c.id = (SELECT max(id) FROM changes c2 WHERE c2.entity = c.entity AND c2.key = c.key
+                                AND c2.op = 'changed' AND c2.field = c.field)
+                    AND EXISTS (SELECT 1 FROM entities x WHERE x.entity = c.entity AND x.key = c.key)
+                    AND EXISTS (SELECT 1 FROM runs r WHERE r.id = c.run_id)
+                    """,
+                orderBy: "c.run_id DESC, c.key, c.id",
+                joins: "JOIN entities e ON e.entity = c.entity AND e.key = c.key JOIN runs ON runs.id = c.run_id")),
+                [entity.rawValue, field])
+            var listed = 0
+            while try rows.next() {
+                guard let before = rows.optionalText(2), let after = rows.optionalText(3),
+                      StoredValue.sqliteReal(after) < StoredValue.sqliteReal(before) else { continue }
+                let decrease = FieldDecrease(key: rows.text(0), payload: rows.text(1), before: before, after: after,
+                                             runStartedAt: Date(timeIntervalSince1970: rows.double(4)))
+                guard try handOver({ try body(decrease) }) else { return }
+                listed += 1
+                if let limit, listed >= limit { return }
             }
         }
     }
@@ -303,25 +329,18 @@ extension SQLSnapshotStore {
     }
 
     package func forEachChangeWithRecord(runID: Int64, _ body: (ChangeWithRecord) throws -> Bool) throws {
-        // The change rows' ids are sorted, then each row and its entity's payload
-        // read in that order, as in ``payloadsInOrder(of:runStarted:)``: a sort of
-        // whole rows held a megabyte-long payload once per changed field of its record.
+        // A sort of whole rows held a megabyte-long payload once per changed
+        // field of its record: ``SQLDialect/orderedRows``.
         try stream { db in
-            let query = RawStatement(try db.makeStatement(sql: """
-                SELECT c.run_id, c.source, c.entity, c.key, c.op, c.field, c.before, c.after, e.fields AS payload, c.id
-                FROM (SELECT id FROM changes
-                      -- The baseline's log is the whole catalogue added: no news for a feed.
-                      WHERE run_id = ? AND NOT \(Self.isBaseline("run_id")) ORDER BY source, entity, key, field LIMIT -1) AS picked
-                CROSS JOIN changes c ON c.id = picked.id
-                LEFT JOIN entities e ON e.entity = c.entity AND e.key = c.key
-                """))
-            query.bind(1, runID)
-            defer { query.reset() }
-            while try query.nextRow(db) {
-                let change = ChangeRow(id: query.columnInt64(9), runID: query.columnInt64(0), source: query.columnText(1), entity: query.columnText(2),
-                                       key: query.columnText(3), op: query.columnText(4), field: query.columnOptionalText(5),
-                                       before: query.columnOptionalText(6), after: query.columnOptionalText(7))
-                guard try body(ChangeWithRecord(change: change, currentPayload: query.columnOptionalText(8))) else { return }
+            let rows = try db.cursor(db.dialect.orderedRows(OrderedRows(
+                select: Self.changeColumns + ", e.fields", table: "changes", alias: "c", id: "id",
+                // The baseline's log is the whole catalogue added: no news for a feed.
+                filter: "c.run_id = ? AND NOT \(Self.isBaseline("c.run_id"))",
+                orderBy: "c.source, c.entity, c.key, c.field NULLS FIRST, c.id",
+                joins: "LEFT JOIN entities e ON e.entity = c.entity AND e.key = c.key")), [runID])
+            while try rows.next() {
+                let change = ChangeWithRecord(change: Self.changeRow(rows), currentPayload: rows.optionalText(9))
+                guard try handOver({ try body(change) }) else { return }
             }
         }
     }
@@ -331,7 +350,6 @@ extension SQLSnapshotStore {
         try wrap { try forEachChangeWithRecord(runID: runID) { found.append($0); return true } }
         return found
     }
-
     public func entityTallies(runID: Int64) throws(StoreSyncError) -> [EntityTally] {
         try wrap {
             try engine.read { db in

@@ -1,6 +1,5 @@
 import Catalog
 import Foundation
-import GRDB
 
 extension SQLSnapshotStore {
     /// Per-source counters of a run, in source-name order.
@@ -129,7 +128,7 @@ extension SQLSnapshotStore {
                 var sql = "SELECT entity, key, \(Self.recordPayloadSQL) AS payload, hash FROM records WHERE source = ?"
                 var arguments: [any SQLArgument] = [source]
                 if !entities.isEmpty {
-                    sql += " AND entity IN (\(databaseQuestionMarks(count: entities.count)))"
+                    sql += " AND entity IN (\(repeatElement("?", count: entities.count).joined(separator: ", ")))"
                     arguments += entities.map(\.rawValue)
                 }
                 if selection == .newOrChanged {
@@ -190,23 +189,6 @@ extension SQLSnapshotStore {
                                     }, records: sizes["\(source)\t\(scope)"] ?? 0)
                 }
             }
-        }
-    }
-
-    /// Copies the store at `source`, consistently and without writing to it,
-    /// to a new file at `destination` (SQLite's online backup, which sees one
-    /// committed state even while another process writes): a dry run works on such a copy.
-    package static func copy(from source: String, to destination: String) throws(StoreSyncError) {
-        do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            let original = try DatabaseQueue(path: source, configuration: configuration)
-            let copy = try DatabaseQueue(path: destination)
-            try original.backup(to: copy)
-            try copy.close()
-            try original.close()
-        } catch {
-            throw .storage(path: source, reason: "cannot copy the store for a dry run: \(error)")
         }
     }
 

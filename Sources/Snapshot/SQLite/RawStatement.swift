@@ -105,6 +105,10 @@ struct RawStatement {
         return UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, index)))
     }
 
+    func columnIsNull(_ index: Int32) -> Bool {
+        sqlite3_column_type(handle, index) == SQLITE_NULL
+    }
+
     func columnInt64(_ index: Int32) -> Int64 {
         sqlite3_column_int64(handle, index)
     }

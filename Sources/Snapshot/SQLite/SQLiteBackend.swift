@@ -77,7 +77,7 @@ public struct SQLiteBackend: StoreBackend {
         let copyPath = folder.appendingPathComponent("snapshot.sqlite").path
         do {
             try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            if exists(location) { try SQLSnapshotStore.copy(from: location, to: copyPath) }
+            if exists(location) { try SQLiteEngine.copy(from: location, to: copyPath) }
             return (try SQLSnapshotStore(path: copyPath), discard)
         } catch {
             discard()

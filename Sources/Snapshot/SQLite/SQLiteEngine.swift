@@ -5,6 +5,10 @@ import GRDB
 /// The SQLite engine: GRDB's pool (WAL: readers beside the one writer).
 struct SQLiteEngine: SQLEngine {
     let pool: any DatabaseWriter
+    /// The file, which names the store in messages.
+    let path: String
+    /// The file's identity when it was opened for writing; nil read-only.
+    let fileIdentity: FileIdentity?
 
     func write<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         try pool.write { db in try body(GRDBSession(db: db)) }
@@ -15,7 +19,7 @@ struct SQLiteEngine: SQLEngine {
         try await pool.write { db in try body(GRDBSession(db: db)) }
     }
 
-    func exportStore(of store: SQLSnapshotStore) throws -> SQLSnapshotStore { store }
+    func sqliteSnapshot(of store: SQLSnapshotStore) throws -> SQLSnapshotStore { store }
 
     var statementsSent: Int? { nil }
 
@@ -58,7 +62,7 @@ struct SQLiteEngine: SQLEngine {
             try db.execute(sql: "PRAGMA shrink_memory")
             try db.execute(sql: "PRAGMA cache_size = -8192")
         }
-        defer { try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size = \(SQLSnapshotStore.writerCacheSize)") } }
+        defer { try? pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size = \(Self.writerCacheSize)") } }
         try pool.write { db in
             try db.execute(sql: Schema.keyIndex)
             try db.execute(sql: Schema.entityKeyIndex)
@@ -123,7 +127,54 @@ extension SQLDialect {
         columns: { db, table in
             let names = try db.rows("SELECT name FROM pragma_table_info(?) ORDER BY cid", [table]).map { $0[0] as String }
             return (table == "records" || table == "entities") ? ["rowid"] + names : names
+        },
+        tableScanHint: "NOT INDEXED",
+        firstTabField: { "substr(\($0), 1, instr(\($0) || char(9), char(9)) - 1)" },
+        // The rows' ids and sort keys are sorted, then each row read by id in
+        // that order: the picked ids are a co-routine and the left side of a
+        // CROSS JOIN, which SQLite always keeps as the outer loop, so rows come
+        // out in its order with no second sort. The LIMIT keeps SQLite from
+        // flattening the subquery into the join (and dropping its ORDER BY).
+        // `SortedReadsTests` checks the order.
+        orderedRows: { query in
+            """
+            SELECT \(query.select)
+            FROM (SELECT \(query.alias).\(query.id) AS id FROM \(query.table) \(query.alias)
+                  WHERE \(query.filter) ORDER BY \(query.orderBy) LIMIT -1) AS picked
+            CROSS JOIN \(query.table) \(query.alias) ON \(query.alias).\(query.id) = picked.id
+            \(query.joins)
+            """
         })
+}
+
+/// SQLite's ``SQLCursor``: a statement stepped through the C API, its
+/// columns read in place. Reset when dropped, so a read stopped early does
+/// not keep its pooled connection's read transaction open.
+final class GRDBCursor: SQLCursor {
+    private let statement: RawStatement
+    private let db: Database
+
+    init(_ statement: Statement, db: Database, arguments: [any SQLArgument]) {
+        self.statement = RawStatement(statement)
+        self.db = db
+        for (index, argument) in arguments.enumerated() {
+            let position = Int32(index + 1)
+            switch argument.sqlValue {
+            case .null: self.statement.bindNull(position)
+            case .integer(let value): self.statement.bind(position, value)
+            case .real(let value): self.statement.bind(position, value)
+            case .text(let value): self.statement.bind(position, value)
+            }
+        }
+    }
+
+    deinit { statement.reset() }
+
+    func next() throws -> Bool { try statement.nextRow(db) }
+    func isNull(_ column: Int) -> Bool { statement.columnIsNull(Int32(column)) }
+    func bytes(_ column: Int) -> UnsafeBufferPointer<UInt8> { statement.columnBytes(Int32(column)) }
+    func int64(_ column: Int) -> Int64 { statement.columnInt64(Int32(column)) }
+    func double(_ column: Int) -> Double { statement.columnDouble(Int32(column)) }
 }
 
 /// A GRDB connection as a ``SQLSession``. Statements are cached by their
@@ -181,6 +232,11 @@ struct GRDBSession: SQLSession {
         var rows: [SQLRow] = []
         try forEachRow(sql, arguments) { rows.append($0) }
         return rows
+    }
+
+    func cursor(_ sql: String, _ arguments: [any SQLArgument]) throws -> any SQLCursor {
+        // Not the cached statement: two cursors of one text may be open at once.
+        GRDBCursor(try db.makeStatement(sql: sql), db: db, arguments: arguments)
     }
 
     func forEachRow(_ sql: String, _ arguments: [any SQLArgument], _ body: (SQLRow) throws -> Void) throws {
