@@ -172,6 +172,8 @@ struct StoreEnginesTests {
             let store = try await engine.makeStore().store
             try await Self.populate(store)
             answers[engine] = try Self.exportReads(store)
+            // Read from the store itself, not from a copy of it that grows with the catalogue.
+            #expect(!store.holdsSQLiteCopy, "\(engine): the export reads took a SQLite copy of the store")
         }
         let sqlite = try #require(answers[.sqlite])
         let postgres = try #require(answers[.postgres])
@@ -224,6 +226,16 @@ struct StoreEnginesTests {
         note("scopeStates", try store.scopeStates())
         note("registeredFields", try store.registeredFields(source: "search", entity: .podcast))
         note("records", try store.records())
+        note("unlinkedCount", try store.unlinkedCount(of: .podcast, field: "trackCount", target: .podcast))
+        var histories: [EntityHistory] = []
+        try store.forEachEntityHistory(of: .podcast, runs: nil) { histories.append($0) }
+        note("forEachEntityHistory", histories)
+        note("entityHistory 2", try store.entityHistory(of: .podcast, key: "2") as Any)
+        for limit in [1, 3] {
+            var keys: [String] = []
+            try store.forEachFeedRecord(.newestFirst([.podcast], by: "releaseDate"), limit: limit) { keys.append($0.key); return true }
+            note("newestFirst limit \(limit)", keys)
+        }
         return reads
     }
 }

@@ -104,6 +104,10 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// and again once anything was written since.
     package func snapshotFile() throws -> String { try engine.sqliteSnapshot(of: self).path }
 
+    /// Whether a SQLite copy of this store was taken (on PostgreSQL, for an
+    /// as-of export only): the other reads stream from the store itself.
+    package var holdsSQLiteCopy: Bool { mirror.withLock { $0 != nil } }
+
     /// Statements this store's writer has sent to its server (nil for an
     /// engine in the process): what a page costs in round trips, which tests bound.
     package var statementsSent: Int? { engine.statementsSent }
