@@ -7,11 +7,6 @@ import Foundation
 /// ``PayloadProjection`` as SQLite's `json_extract` types them, whichever the
 /// engine, so the exports are byte-identical across engines.
 extension SQLSnapshotStore {
-    /// SQLite JSON path of a payload member (quoted: member names may hold dots).
-    static func jsonPath(_ field: String) -> String {
-        "$.\"\(field.replacingOccurrences(of: "\"", with: "\"\""))\""
-    }
-
     /// Runs a streaming read over one consistent view of the store, on the
     /// store's own engine (PostgreSQL's rows come from its server, batch by
     /// batch): the engine's errors become ``StoreSyncError``; the caller's,

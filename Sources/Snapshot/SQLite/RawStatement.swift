@@ -121,16 +121,8 @@ struct RawStatement {
         sqlite3_column_double(handle, index)
     }
 
-    func columnOptionalDouble(_ index: Int32) -> Double? {
-        sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : sqlite3_column_double(handle, index)
-    }
-
     func columnText(_ index: Int32) -> String {
         String(decoding: columnBytes(index), as: UTF8.self)
-    }
-
-    func columnOptionalText(_ index: Int32) -> String? {
-        sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : columnText(index)
     }
 
     /// Column `index` as SQLite typed it (a blob, which no payload read yields, as its bytes read as UTF-8).
