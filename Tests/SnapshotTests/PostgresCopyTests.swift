@@ -36,6 +36,42 @@ import TestSupport
         #expect(queue.isEmpty)
     }
 
+    /// Operations on different rows merge into one statement whatever came
+    /// between them; an operation on a row stays after every earlier one on
+    /// that row, and after a delete or an insert whose row has no id.
+    @Test func operationsMergeAcrossOtherRowsButNeverPastTheirOwn() {
+        let queue = PostgresWriteQueue()
+        let update = PostgresWriteQueue.Operation.update(key: .integer("rowid"), set: [.text("v")])
+        let insert = PostgresWriteQueue.Operation.insert(columns: ["rowid", "v"])
+        func write(_ operation: PostgresWriteQueue.Operation, _ id: Int64) {
+            let row: [SQLValue] = [.integer(id), .text("\(id)")]
+            queue.append("t", operation, row, key: .integer(id))
+        }
+        // Inserts and updates of other rows in turn: one statement each.
+        for id in Int64(1)...5 {
+            write(insert, 100 + id)
+            write(update, id)
+        }
+        // The row inserted above, updated: after its insert, with the other updates.
+        write(update, 101)
+        // A row updated twice: its second update in a statement after the first.
+        write(update, 1)
+        // A delete: nothing after it moves before it.
+        queue.append("t", .delete(where: [.integer("rowid")]), [.integer(3)])
+        write(insert, 200)
+        // Another table is a queue of its own.
+        queue.append("u", .insert(columns: ["a"]), [.integer(1)])
+        queue.append("u", .insert(columns: ["a"]), [.integer(2)])
+        let statements = queue.drain().map { write -> (String, Int) in
+            guard case .statement(let sql, let arguments) = write else { return ("copy", 0) }
+            return (String(sql.prefix(while: { $0 != "(" })).trimmingCharacters(in: .whitespaces), arguments.count)
+        }
+        #expect(statements.map(\.0) == ["INSERT INTO t", "UPDATE t SET v = queued.v FROM", "UPDATE t SET v = queued.v FROM",
+                                        "DELETE FROM t WHERE", "INSERT INTO t", "INSERT INTO u"])
+        // 5 inserts; 6 updates (1…5 and 101); the second update of row 1; the delete; the insert after it; both rows of u.
+        #expect(statements.map(\.1) == [10, 12, 2, 1, 2, 2])
+    }
+
     /// The same rows, queued many (a `COPY`) and few at a time (`INSERT`s),
     /// read back equal, value for value: every awkward text, NULL, the
     /// extremes of 64-bit integers and doubles that must come back bit for bit.

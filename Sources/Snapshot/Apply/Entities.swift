@@ -98,14 +98,16 @@ struct EntityWriter {
     /// and building `StatementArguments` for them cost as much as the inserts.
     private let preparedInserts: (entity: any PreparedInsert, log: any PreparedInsert)?
 
+    /// `cache`: the rows the transaction read or wrote already (the pages of
+    /// one batch share them); a writer of its own by default.
     init(_ db: any SQLSession, runID: Int64, logAddedValues: Bool, owns: @escaping (Sighting) -> Set<String> = { _ in [] },
-         allNew: Bool = false) throws {
+         allNew: Bool = false, cache shared: EntityRowCache? = nil) throws {
         self.owns = owns
         self.db = db
         self.runID = runID
         self.logAddedValues = logAddedValues
         self.allNew = allNew
-        cache = db.dialect.statementsAreRoundTrips ? EntityRowCache() : nil
+        cache = db.dialect.statementsAreRoundTrips ? shared ?? EntityRowCache() : nil
         if let entity = try db.preparedInsert("""
                 INSERT INTO entities (entity, key, fields, hash, sources, parts, added_run, changed_run) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
                 """),
@@ -119,9 +121,9 @@ struct EntityWriter {
         }
     }
 
-    private static let columns = "rowid, fields, hash, sources, parts, added_run, changed_run"
+    static let columns = "rowid, fields, hash, sources, parts, added_run, changed_run"
 
-    private static func entityRow(_ row: SQLRow) -> EntityRow {
+    static func entityRow(_ row: SQLRow) -> EntityRow {
         EntityRow(rowid: row[0], fieldsText: row[1], hash: row[2], sightings: Sighting.decode(row[3]), partsText: row[4],
                   addedRun: row[5], changedRun: row[6])
     }
@@ -137,18 +139,7 @@ struct EntityWriter {
 
     /// Reads the rows of these entities in a few queries (PostgreSQL; a no-op on SQLite).
     func prefetch(_ identities: some Sequence<(entity: EntityKind, key: String)>) throws {
-        guard let cache else { return }
-        var byKind: [EntityKind: Set<String>] = [:]
-        for identity in identities where cache.rows[EntityRowCache.Key(entity: identity.entity, key: identity.key)] == nil {
-            byKind[identity.entity, default: []].insert(identity.key)
-        }
-        for (kind, keys) in byKind.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            // Known absent unless the query finds it.
-            for key in keys { cache.rows[EntityRowCache.Key(entity: kind, key: key)] = .some(nil) }
-            try db.rows(keyedBy: keys.sorted(), [kind.rawValue], { "SELECT \(Self.columns), key FROM entities WHERE entity = ? AND key IN (\($0))" }) { row in
-                cache.rows[EntityRowCache.Key(entity: kind, key: row[7])] = .some(Self.entityRow(row))
-            }
-        }
+        try cache?.prefetch(identities, in: db)
     }
 
     /// Reads the rows of the entities `source`'s records `identities` are sightings of (a sweep's).
@@ -413,6 +404,23 @@ final class EntityRowCache {
     }
 
     var rows: [Key: EntityRow?] = [:]
+
+    /// Reads the rows of these entities not known yet, in a few queries.
+    func prefetch(_ identities: some Sequence<(entity: EntityKind, key: String)>, in db: any SQLSession) throws {
+        var byKind: [EntityKind: Set<String>] = [:]
+        for identity in identities where rows[Key(entity: identity.entity, key: identity.key)] == nil {
+            byKind[identity.entity, default: []].insert(identity.key)
+        }
+        for (kind, keys) in byKind.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            // Known absent unless the query finds it.
+            for key in keys { rows[Key(entity: kind, key: key)] = .some(nil) }
+            try db.rows(keyedBy: keys.sorted(), [kind.rawValue], {
+                "SELECT \(EntityWriter.columns), key FROM entities WHERE entity = ? AND key IN (\($0))"
+            }) { row in
+                rows[Key(entity: kind, key: row[7])] = .some(EntityWriter.entityRow(row))
+            }
+        }
+    }
 }
 
 extension SQLSnapshotStore {
@@ -557,7 +565,7 @@ extension SQLSnapshotStore {
             let sighting = Sighting(source: source, kind: kind, role: mapping.role(kind))
             try writer.upsert(sighting, key: row[2], canonical: mapping.canonical(kind, fields), addedRun: row[4], log: false)
             if registries[source] == nil { registries[source] = try FieldRegistryWriter(db, source: source, runID: firstRun) }
-            try registries[source]!.note(kind, fields, order: nil)
+            try registries[source]!.note(kind, fields, order: nil, in: db)
         }
     }
 }

@@ -6,12 +6,11 @@ import Foundation
 /// next position, in the source's own column order where it gives one), and
 /// a field whose values changed type is widened and marked, so the run report
 /// can say both the night it happens.
-struct FieldRegistryWriter {
+struct FieldRegistryWriter: Sendable {
     private struct Known {
         var kind: String
     }
 
-    private let db: any SQLSession
     private let source: String
     private let runID: Int64
     private var known: [String: [String: Known]] = [:]
@@ -19,8 +18,9 @@ struct FieldRegistryWriter {
     /// Per entity, the last shape noted: every field in it is known, of its type.
     private var knownShape: [String: FieldShape] = [:]
 
+    /// What `db` holds of `source`'s registry. The writer then stays valid
+    /// across the pages of one transaction: it knows what it wrote itself.
     init(_ db: any SQLSession, source: String, runID: Int64) throws {
-        self.db = db
         self.source = source
         self.runID = runID
         for row in try db.rows("SELECT entity, field, kind, position FROM field_registry WHERE source = ?",
@@ -81,7 +81,7 @@ struct FieldRegistryWriter {
     /// own. A field `order` names that the record lacks is noted too: the
     /// order is the source's columns, and a column must keep its place
     /// whichever row first fills it (or if none does).
-    mutating func note(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?) throws {
+    mutating func note(_ entity: EntityKind, _ fields: [String: JSONValue], order: [String]?, in db: any SQLSession) throws {
         let name = entity.rawValue
         // Nearly every record of a source has fields the registry knows, of the
         // types it knows: checked in any order, with no sort (this runs for every
@@ -89,13 +89,13 @@ struct FieldRegistryWriter {
         guard !Self.changesNothing(known[name], fields, order: order) else { return }
         for field in Self.names(fields.keys, order: order) {
             let value = fields[field]
-            try register(name, field, present: value != nil, kind: value.flatMap(Self.kind(of:)))
+            try register(name, field, present: value != nil, kind: value.flatMap(Self.kind(of:)), in: db)
         }
     }
 
     /// ``note(_:_:order:)`` for a record whose fields were never built: their
     /// names and types (``Record/shape``), in canonical order.
-    mutating func note(_ entity: EntityKind, shape: FieldShape, order: [String]?) throws {
+    mutating func note(_ entity: EntityKind, shape: FieldShape, order: [String]?, in db: any SQLSession) throws {
         let name = entity.rawValue
         // Rows of one file share their shape (one array for all): known once, known for all.
         if order == nil, knownShape[name] == shape { return }
@@ -111,13 +111,13 @@ struct FieldRegistryWriter {
         let types = Dictionary(zip(shape.names, shape.types), uniquingKeysWith: { _, last in last })
         for field in Self.names(shape.names, order: order) {
             let type = types[field]
-            try register(name, field, present: type != nil, kind: type.flatMap { $0?.rawValue })
+            try register(name, field, present: type != nil, kind: type.flatMap { $0?.rawValue }, in: db)
         }
     }
 
     /// Registers one field of entity `name` (`present` false: a column the
     /// source's order names that the record lacks), or widens its kind.
-    private mutating func register(_ name: String, _ field: String, present: Bool, kind: String?) throws {
+    private mutating func register(_ name: String, _ field: String, present: Bool, kind: String?, in db: any SQLSession) throws {
         if let seen = known[name]?[field] {
             guard let kind, Self.widens(kind, seen.kind) else { return }
             let wider = Self.widened(seen.kind, kind)

@@ -235,7 +235,7 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// The memo of a page's last stored answer, if any.
     package func pageMemo(source: String, scope: String, page: Int) throws(StoreSyncError) -> PageMemo? {
         try wrap {
-            try engine.read { db in
+            try engine.readStatement { db in
                 guard let row = try db.row("""
                     SELECT url, etag, last_modified, body_hash, row_count, has_next, keys FROM page_memos
                     WHERE source = ? AND scope = ? AND page = ?
@@ -387,6 +387,14 @@ package final class SQLSnapshotStore: SnapshotStore {
         return index
     }
 
+    /// `source`'s digest index, read in a transaction of its own only the first
+    /// time: on PostgreSQL an empty read is still two round trips (BEGIN,
+    /// COMMIT), which every page paid for an index already held.
+    func digestIndex(source: String) throws(StoreSyncError) -> DigestIndex {
+        if let index = digests(of: source) { return index }
+        return try wrap { try engine.read { db in try digestIndex(db, source: source) } }
+    }
+
     /// Drops `source`'s digest index: other workers wrote the source since it was read.
     func forgetDigests(source: String) {
         digestIndexes.withLock { $0[source] = nil }
@@ -407,7 +415,7 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// What the store holds of `source`'s rows, for a decoder to recognise
     /// unchanged rows by their bytes. Safe to use while pages are applied.
     package func rowMemory(source: String) throws(StoreSyncError) -> any RowMemory {
-        let index = try wrap { try engine.read { db in try digestIndex(db, source: source) } }
+        let index = try digestIndex(source: source)
         // The first load's source, or the first to come (``mayLoad(_:)`` takes the first to apply a page).
         let loading = firstLoad.withLock { state in state.map { $0.source == nil || $0.source == source } ?? false }
         return StoredRowMemory(index: index, isFirstLoad: loading)
@@ -441,18 +449,46 @@ package final class SQLSnapshotStore: SnapshotStore {
     /// transaction (a replay deleting the pages it applied from its log).
     func applyNow(_ pages: [PageInput],
                   alongside: (@Sendable (any SQLSession) throws -> Void)? = nil) async throws(StoreSyncError) -> [PageResult] {
-        guard let source = pages.first?.source else { return [] }
+        guard let batch = try preparedBatch(pages, alongside: alongside) else { return [] }
+        return try await commit(batch)
+    }
+
+    /// A batch of pages made ready to write: what ``applyNow(_:alongside:)``
+    /// computes before its transaction.
+    struct PreparedBatch: Sendable {
+        fileprivate let pages: [PageInput]
+        fileprivate let transaction: @Sendable (any SQLSession) throws -> ([PageResult], BatchWrites)
+    }
+
+    /// The first half of ``applyNow(_:alongside:)``: each page's records
+    /// deduplicated against the run's seen keys and mapped, on every core.
+    ///
+    /// It may run while the batch before it commits (a fleet's replay
+    /// overlaps the two): the transaction it returns compares every record
+    /// against the digests as they are when it runs, so a record this
+    /// looked up before the earlier batch committed is mapped again there
+    /// if it has to be, and its seen keys were marked in page order.
+    func preparedBatch(_ pages: [PageInput],
+                       alongside: (@Sendable (any SQLSession) throws -> Void)? = nil) throws(StoreSyncError) -> PreparedBatch? {
+        guard let source = pages.first?.source else { return nil }
         precondition(pages.allSatisfy { $0.source == source }, "a batch of pages is of one source")
-        var prepared: [@Sendable (any SQLSession, inout BatchWrites) throws -> PageResult] = []
+        var prepared: [PreparedPage] = []
         for page in pages { prepared.append(try prepare(page)) }
         let steps = prepared
-        let results: [PageResult]
-        let written: BatchWrites
+        let scopes = pages.reduce(into: [String]()) { if !$0.contains($1.scope) { $0.append($1.scope) } }
         @Sendable func transaction(_ db: any SQLSession) throws -> ([PageResult], BatchWrites) {
             // Within the batch, a later row with the key of an earlier one compares against what that row wrote.
             var written = BatchWrites()
             var results: [PageResult] = []
-            for step in steps { results.append(try step(db, &written)) }
+            // A fleet's claim, once per scope: its row stays locked by this transaction until it
+            // commits, so checking it again before each page asked the server the same question.
+            for scope in scopes { try checkFence(db, source: source, scope: scope) }
+            // On a server, the entity rows of the whole batch are read at once, before its first
+            // write: no page then waits for a read, so its writes queue behind the page before's and
+            // go out as a few statements for the batch (per page they were a dozen, each awaited).
+            let entityRows = db.dialect.statementsAreRoundTrips ? EntityRowCache() : nil
+            try entityRows?.prefetch(steps.lazy.flatMap(\.entities), in: db)
+            for step in steps { results.append(try step.write(db, &written, entityRows)) }
             try written.pages.write(db)
             try alongside?(db)
             // Renewed again at the commit: a batch that took longer than a lease
@@ -460,8 +496,17 @@ package final class SQLSnapshotStore: SnapshotStore {
             try checkFence(db, source: source, scope: pages[0].scope)
             return (results, written)
         }
+        return PreparedBatch(pages: pages, transaction: transaction)
+    }
+
+    /// The second half of ``applyNow(_:alongside:)``: the batch's
+    /// transaction, then what this process holds of the source follows it.
+    func commit(_ batch: PreparedBatch) async throws(StoreSyncError) -> [PageResult] {
+        let pages = batch.pages, source = pages[0].source
+        let results: [PageResult]
+        let written: BatchWrites
         do {
-            (results, written) = try await writeAwaiting(transaction)
+            (results, written) = try await writeAwaiting(batch.transaction)
         } catch {
             let what = pages.count == 1 ? "page \(pages[0].page)" : "pages \(pages[0].page)–\(pages[pages.count - 1].page)"
             throw .storage(path: path, reason: "applying \(what) of \(source)/\(pages[0].scope): \(error)")
@@ -519,14 +564,22 @@ package final class SQLSnapshotStore: SnapshotStore {
         return (kept, keptRepeated, records.count - kept.count)
     }
 
+    /// A page made ready to write (``prepare(_:)``).
+    struct PreparedPage: Sendable {
+        /// The entity rows its records may merge into, as the digests said
+        /// before the batch: read for the whole batch at once, on a server.
+        let entities: [(entity: EntityKind, key: String)]
+        /// Writes it, in the batch's transaction, with the entity rows the batch read or wrote so far.
+        let write: @Sendable (any SQLSession, inout BatchWrites, EntityRowCache?) throws -> PageResult
+    }
+
     /// What ``apply(_:)`` does before its transaction (marking the page's keys
     /// seen, mapping the records it will write), and the step that writes the
     /// page within it. A page of a first load that is new throughout is
     /// written in that mode (FirstLoad.swift): nothing looked up, every record
     /// and entity inserted.
-    private func prepare(_ page: PageInput) throws(StoreSyncError)
-        -> @Sendable (any SQLSession, inout BatchWrites) throws -> PageResult {
-        let index = try wrap { try engine.read { db in try digestIndex(db, source: page.source) } }
+    private func prepare(_ page: PageInput) throws(StoreSyncError) -> PreparedPage {
+        let index = try digestIndex(source: page.source)
         let mapping = mapping(for: page.source)
         let loading = try firstLoadPage(page, mapping)
         // Dedup against what this run already saw; content that differs from a
@@ -558,25 +611,32 @@ package final class SQLSnapshotStore: SnapshotStore {
                 return MappedRecord(records[position], mapping, parses: payloadParses)
             }
         }.flatMap { $0 }
-        return { [self] db, written in
+        var entityKeys: [(entity: EntityKind, key: String)] = []
+        if loading == nil {
+            for (position, record) in records.enumerated() {
+                if let stored = preStored[position], stored.hash == record.hash.sqliteValue { continue }
+                let canonical = mapped[position]?.canonical.entity ?? mapping.entity(of: record.entity)
+                entityKeys.append((canonical, EntityWriter.entityKey(canonical, record.key, source: page.source)))
+            }
+        }
+        return PreparedPage(entities: entityKeys) { [self] db, written, entityRows in
             var result = PageResult()
-            try checkFence(db, source: page.source, scope: page.scope)
             let rowidFloor = try runRowidFloor(db, runID: page.runID)
             let index = try digestIndex(db, source: page.source)
             let insertSQL = "INSERT INTO records (\(Self.recordColumns.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             // Bound straight into a prepared statement where the engine has one: an added record's cost is mostly this.
             let preparedInsert = try db.preparedInsert(insertSQL)
             let entities = try EntityWriter(db, runID: page.runID, logAddedValues: logAddedValues, owns: ownership,
-                                            allNew: loading != nil)
-            var registry: FieldRegistryWriter?
+                                            allNew: loading != nil, cache: entityRows)
             func merge(_ record: Catalog.Record, _ mappedRecord: MappedRecord, at position: Int) throws {
                 let sighting = Sighting(source: page.source, kind: record.entity, role: mapping.role(record.entity))
-                if registry == nil { registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
+                // Read once a transaction, not once a page (a round trip each on PostgreSQL).
+                if written.registry == nil { written.registry = try FieldRegistryWriter(db, source: page.source, runID: page.runID) }
                 func note(_ mapped: MappedRecord) throws {
                     if let shape = mapped.shape {
-                        try registry!.note(record.entity, shape: shape, order: record.fieldOrder)
+                        try written.registry!.note(record.entity, shape: shape, order: record.fieldOrder, in: db)
                     } else {
-                        try registry!.note(record.entity, mapped.fields, order: record.fieldOrder)
+                        try written.registry!.note(record.entity, mapped.fields, order: record.fieldOrder, in: db)
                     }
                 }
                 if let row = loading?[position] {
@@ -599,7 +659,8 @@ package final class SQLSnapshotStore: SnapshotStore {
                 }
             }
             let stored = loading != nil ? preStored : index.lookup(records.lazy.map(\.identity))
-            // The entities this page will merge into, read at once (PostgreSQL: one query, not one per record).
+            // The entities this page will merge into, read at once (PostgreSQL: one query, not one per
+            // record), if the batch's read did not have them (a record an earlier page of it changed back).
             if db.dialect.statementsAreRoundTrips, loading == nil {
                 var merging: [(entity: EntityKind, key: String)] = []
                 for (position, (record, storedDigest)) in zip(records, stored).enumerated() {
@@ -783,6 +844,8 @@ struct BatchWrites: Sendable {
     var starts: [RecordIdentity: Int64] = [:]
     /// The pages' memos, key lists, checkpoints and counters, written at the batch's end.
     var pages = PageBookkeeping()
+    /// The source's field registry as the batch found and extended it.
+    var registry: FieldRegistryWriter?
 }
 
 /// A record the diff will write, mapped into the canonical model.

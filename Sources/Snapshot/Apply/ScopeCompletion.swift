@@ -18,19 +18,26 @@ extension SQLSnapshotStore {
             try engine.write { db in
                 try checkFence(db, source: source, scope: scope)
                 try alongside?(db)
-                // The error's code and URL beside its text: `status --json` and a
-                // report rebuilt from the store show the same structure as the run did.
-                try db.execute("""
-                    INSERT INTO scopes (source, scope, run_id, next_page, state, error, error_code, error_url) VALUES (?, ?, ?, 0, ?, ?, ?, ?)
-                    ON CONFLICT (source, scope) DO UPDATE SET
-                        -- A scope that failed before its first page in this run must not
-                        -- inherit an older run's next page: a resume would skip pages.
-                        next_page = CASE WHEN scopes.run_id = excluded.run_id THEN scopes.next_page ELSE 0 END,
-                        run_id = excluded.run_id, state = excluded.state, error = excluded.error,
-                        error_code = excluded.error_code, error_url = excluded.error_url
-                    """, [source, scope, runID, state.rawValue, error?.message, error?.code, error?.url])
+                try writeScopeEnd(db, runID: runID, source: source, scope: scope, state: state, error: error)
             }
         }
+    }
+
+    /// What ``finishScopeNow(runID:source:scope:state:error:alongside:)``
+    /// writes, within a transaction of the caller's (a fleet's replay ends a
+    /// scope in the transaction of its last pages).
+    func writeScopeEnd(_ db: any SQLSession, runID: Int64, source: String, scope: String, state: ScopeState, error: RunProblem?) throws {
+        // The error's code and URL beside its text: `status --json` and a
+        // report rebuilt from the store show the same structure as the run did.
+        try db.execute("""
+            INSERT INTO scopes (source, scope, run_id, next_page, state, error, error_code, error_url) VALUES (?, ?, ?, 0, ?, ?, ?, ?)
+            ON CONFLICT (source, scope) DO UPDATE SET
+                -- A scope that failed before its first page in this run must not
+                -- inherit an older run's next page: a resume would skip pages.
+                next_page = CASE WHEN scopes.run_id = excluded.run_id THEN scopes.next_page ELSE 0 END,
+                run_id = excluded.run_id, state = excluded.state, error = excluded.error,
+                error_code = excluded.error_code, error_url = excluded.error_url
+            """, [source, scope, runID, state.rawValue, error?.message, error?.code, error?.url])
     }
 
     /// The removal pass of one complete scope (Invariant 2), run once every

@@ -312,6 +312,10 @@ extension SQLSession {
     }
 }
 
+extension SQLEngine {
+    func readStatement<T>(_ body: (any SQLSession) throws -> T) throws -> T { try read(body) }
+}
+
 /// Where the snapshot's tables live and how a transaction on them is had:
 /// one SQLite file (GRDB's pool) or one PostgreSQL database.
 protocol SQLEngine: Sendable {
@@ -322,6 +326,10 @@ protocol SQLEngine: Sendable {
     func writeAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
     /// Runs `body` over a consistent view of what is committed.
     func read<T>(_ body: (any SQLSession) throws -> T) throws -> T
+    /// ``read(_:)`` for a body that runs one statement, which is consistent by
+    /// itself: on a server, sent outside a transaction (one round trip, not
+    /// three; a crawl asks one for each page's memo).
+    func readStatement<T>(_ body: (any SQLSession) throws -> T) throws -> T
     /// Statements sent to a server so far (nil for an engine in the process):
     /// what a page costs in round trips, which tests bound.
     var statementsSent: Int? { get }

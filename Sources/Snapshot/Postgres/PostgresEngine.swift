@@ -86,6 +86,19 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
         return try Self.transaction(live, logger: logger, begin: "BEGIN", counter: statementCounter, body)
     }
 
+    /// Runs `body`, which sends one statement, on the staging connection
+    /// outside a transaction (the statement is one by itself): waited for off
+    /// the cooperative pool. A body that finds its statement refused may run
+    /// more, each then its own transaction.
+    func stagingStatementAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await awaitOffPool {
+            self.stagingLock.lock()
+            defer { self.stagingLock.unlock() }
+            let live = try self.opened(&self.staging)
+            return try body(PostgresSession(connection: live, logger: self.logger, counter: self.statementCounter))
+        }
+    }
+
     /// ``stagingWrite(_:)`` waited for off the cooperative pool, as ``writeAwaiting(_:)`` is.
     func stagingWriteAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await awaitOffPool { try self.stagingWrite(body) }
@@ -162,6 +175,16 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
             defer { openRead = nil }
             return try body(session)
         }
+    }
+
+    func readStatement<T>(_ body: (any SQLSession) throws -> T) throws -> T {
+        readerLock.lock()
+        defer { readerLock.unlock() }
+        if let openRead { return try body(openRead) }
+        // In autocommit: the one statement sees one snapshot of what is committed.
+        let sent = PostgresSession.StatementCounter()
+        defer { assert(sent.value.load(ordering: .relaxed) <= 1, "readStatement ran more than one statement") }
+        return try body(PostgresSession(connection: try live(&reader), logger: logger, counter: sent))
     }
 
     private static func transaction<T>(_ connection: PostgresConnection, logger: Logger, begin: String,
@@ -509,7 +532,7 @@ struct PostgresSession: SQLSession {
             queue.startIDs(table, id, after: largest)
             next = queue.takeID(table, id) ?? largest + 1
         }
-        queue.append(table, .insert(columns: [id] + columns), [.integer(next)] + values.map(\.sqlValue))
+        queue.append(table, .insert(columns: [id] + columns), [.integer(next)] + values.map(\.sqlValue), key: .integer(next))
         if queue.queuedValues > PostgresWriteQueue.flushThreshold { try sendAhead() }
         return next
     }
