@@ -129,11 +129,14 @@ final class FleetApplier: Sendable {
         guard let claim = state.withLock({ $0.claim }) else { return false }
         let crawled = try store.doneScopes(runID: run.id, source: source, phase: .scopes)
         var next = state.withLock { $0.next }
-        while next < scopes.count, crawled.contains(scopes[next]) {
+        var ready = next
+        while ready < scopes.count, crawled.contains(scopes[ready]) { ready += 1 }
+        if ready > next {
             if stop?.isRequested == true || store.lostClaim { return false }
-            // The first scope under a new claim reads the source again: another worker may have applied before it.
-            try await store.applyStaged(runID: run.id, source: source, scopes: [scopes[next]], continuing: next > 0)
-            next += 1
+            // In one call, so the replay prepares a scope while the one before it commits. The first
+            // scope under a new claim reads the source again: another worker may have applied before it.
+            try await store.applyStaged(runID: run.id, source: source, scopes: Array(scopes[next..<ready]), continuing: next > 0)
+            next = ready
             state.withLock { $0.next = next }
         }
         guard next == scopes.count else { return false }

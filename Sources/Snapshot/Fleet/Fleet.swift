@@ -220,7 +220,7 @@ extension StagingFleetStore {
     /// what a source's applier may apply, in scope order.
     func doneScopes(runID: Int64, source: String, phase: FleetPhase) throws(StoreSyncError) -> Set<String> {
         try wrap {
-            try postgres.read { db in
+            try postgres.readStatement { db in
                 Set(try db.rows("SELECT scope FROM scope_claims WHERE run_id = ? AND source = ? AND phase = ? AND done",
                                 [runID, source, phase.rawValue]).map { $0[0] as String })
             }
@@ -306,6 +306,24 @@ final class ClaimFences: Sendable {
 
     func noteLost(_ error: StoreSyncError) {
         refused.withLock { $0 = $0 ?? error }
+    }
+
+    /// The claim fencing `source`/`scope` (or the whole source), if this worker holds it.
+    func fence(source: String, scope: String) -> Fence? {
+        held.withLock { $0[Self.key(source, scope)] ?? $0[Self.key(source, "*")] }
+    }
+
+    /// The renewal of `fence` as a `WITH` query of one row where this worker
+    /// still holds it and none where not: a statement that writes `FROM` it
+    /// writes only under the claim, in one round trip.
+    static func renewal(_ fence: Fence) -> (sql: String, arguments: [SQLValue]) {
+        ("""
+            WITH fence AS (
+                UPDATE scope_claims SET expires_at = clock_timestamp() + ? * interval '1 second'
+                WHERE run_id = ? AND source = ? AND phase = ? AND scope = ? AND token = ? AND NOT done AND expires_at > clock_timestamp()
+                RETURNING 1)
+            """, ([fence.leaseSeconds, fence.runID, fence.claim.source, fence.claim.phase.rawValue, fence.claim.scope,
+                   fence.claim.token] as [any SQLArgument]).map(\.sqlValue))
     }
 
     /// Within a write transaction: fails unless this worker still holds the

@@ -39,6 +39,23 @@ extension StagingFleetStore {
     /// Commits pages of one scope to the staging log, fenced by the scope's claim.
     func stage(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
         guard let first = pages.first else { return [] }
+        if pages.count == 1, let fence = fences.fence(source: first.source, scope: first.scope) {
+            // One statement, the claim renewed in it: a page staged in one round trip, not four.
+            let renewal = ClaimFences.renewal(fence), row = Self.stagedRow(first)
+            let staged = try await wrap {
+                try await postgres.stagingStatementAwaiting { [fences] db in
+                    if try db.execute(renewal.sql + """
+                        INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) SELECT ?, ?, ?, ?, ?, ?, ? FROM fence
+                        ON CONFLICT (run_id, source, scope, seq) DO UPDATE SET body = excluded.body, state = excluded.state
+                        """, renewal.arguments + row) == 1 { return true }
+                    // Not staged: the claim is gone, and the check says to whom (it throws).
+                    try fences.check(db, source: first.source, scope: first.scope)
+                    return false
+                }
+            }
+            // Held again when checked (cannot happen: a lost claim is not given back): staged as below.
+            if staged { return Self.results(pages) }
+        }
         try await wrap {
             try await postgres.stagingWriteAwaiting { [fences] db in
                 try fences.check(db, source: first.source, scope: first.scope)
@@ -46,13 +63,22 @@ extension StagingFleetStore {
                     try db.execute("""
                         INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) VALUES (?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (run_id, source, scope, seq) DO UPDATE SET body = excluded.body, state = excluded.state
-                        """, [page.runID, page.source, page.scope, Int64(page.page), page.page,
-                              page.completesScope ? ScopeState.complete.rawValue : ScopeState.running.rawValue,
-                              Self.encode(page)])
+                        """, Self.stagedRow(page))
                 }
             }
         }
-        return pages.map { page in
+        return Self.results(pages)
+    }
+
+    /// A page's row of the log: run, source, scope, seq, page, state, body.
+    private static func stagedRow(_ page: PageInput) -> [SQLValue] {
+        ([page.runID, page.source, page.scope, Int64(page.page), page.page,
+          page.completesScope ? ScopeState.complete.rawValue : ScopeState.running.rawValue, encode(page)] as [any SQLArgument]).map(\.sqlValue)
+    }
+
+    /// What staging pages reports of them: the rows they name as unchanged, unread.
+    private static func results(_ pages: [PageInput]) -> [PageResult] {
+        pages.map { page in
             var result = PageResult()
             result.unread = page.unchangedKeys.count
             return result
@@ -101,8 +127,12 @@ extension StagingFleetStore {
     }
 
     /// Applies the staged log of `scopes` (in this order) to the snapshot, as
-    /// one process would have applied their pages, in the source's closing
-    /// step (whose claim fences every write).
+    /// one process would have applied their pages, under the source's apply
+    /// claim (``FleetApplier``, or the closing step), which fences every write.
+    /// Up to ``pagesPerReplay`` pages of a scope go in one transaction, the
+    /// scope's end in that of its last pages: each leaves the log in the
+    /// transaction that applies it, so whoever takes the claim over resumes
+    /// from the log.
     ///
     /// It starts from what the whole fleet committed, whichever worker applied
     /// it: the keys every applied page of the run saw, and the source's stored
@@ -120,49 +150,92 @@ extension StagingFleetStore {
             snapshot.unseenByScope.withLock { $0[source] = nil }
             try snapshot.loadSeen(runID: runID)
         }
-        for scope in scopes {
-            while true {
-                // A few pages at a time: the log of a long scope is never held whole.
-                let events = try wrap {
-                    try postgres.read { db in
-                        try db.rows("""
-                            SELECT seq, page, body FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? ORDER BY seq LIMIT ?
-                            """, [runID, source, scope, Self.pagesPerReplay])
+        // The next batch is read, decoded and mapped while the one before it
+        // commits, so the server writes one while this process makes the other
+        // ready: done in turn, each waited for the other, and the apply, the
+        // fleet's one serial step, used one core of two. Not while the store
+        // is in its first load, whose mode a page may end.
+        let overlaps = snapshot.firstLoad.withLock { $0 == nil }
+        var committing: Task<Void, any Error>?
+        func committed() async throws(StoreSyncError) {
+            guard let batch = committing else { return }
+            committing = nil
+            do {
+                try await batch.value
+            } catch let error as StoreSyncError {
+                throw error
+            } catch {
+                throw .storage(path: path, reason: "\(error)", cause: error)
+            }
+        }
+        do throws(StoreSyncError) {
+            for scope in scopes {
+                // Past the pages read already: those of the batch still committing are in the log until it commits.
+                var after: Int64 = -1
+                var ended = false
+                while !ended {
+                    // A few pages at a time: the log of a long scope is never held whole.
+                    let events = try wrap {
+                        try postgres.readStatement { db in
+                            try db.rows("""
+                                SELECT seq, page, body FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq > ?
+                                ORDER BY seq LIMIT ?
+                                """, [runID, source, scope, after, Self.pagesPerReplay])
+                        }
                     }
-                }
-                guard !events.isEmpty else { break }
-                var pages: [PageInput] = []
-                var end: (seq: Int64, body: String)?
-                for event in events {
-                    let seq: Int64 = event[0]
-                    if seq == Self.finishSeq {
-                        end = (seq, event[2])
-                        break
+                    guard !events.isEmpty else { break }
+                    var pages: [PageInput] = []
+                    var end: (state: ScopeState, problem: RunProblem?)?
+                    for event in events {
+                        let seq: Int64 = event[0]
+                        after = seq
+                        if seq == Self.finishSeq {
+                            let fields = (try? JSONParser.parse(event[2] as String).objectValue) ?? [:]
+                            end = (ScopeState(rawValue: fields["state"]?.stringValue ?? "") ?? .failed,
+                                   fields["error"].flatMap { $0 == .null ? nil : RunProblem(json: $0) })
+                            break
+                        }
+                        guard let page = Self.decodePage(event[2], runID: runID, source: source, scope: scope) else {
+                            throw StoreSyncError.storage(path: path, reason: "the staged page \(seq) of \(source)/\(scope) cannot be read back")
+                        }
+                        pages.append(page)
                     }
-                    guard let page = Self.decodePage(event[2], runID: runID, source: source, scope: scope) else {
-                        throw StoreSyncError.storage(path: path, reason: "the staged page \(seq) of \(source)/\(scope) cannot be read back")
-                    }
-                    pages.append(page)
-                }
-                if !pages.isEmpty {
-                    let seqs = pages.map { Int64($0.page) }
-                    _ = try await snapshot.applyNow(pages) { db in
-                        for seq in seqs {
+                    ended = end != nil
+                    // Each page leaves the log in the transaction that applies it, and the scope's end in the one that records it.
+                    let applied = pages.map { Int64($0.page) } + (end == nil ? [] : [Self.finishSeq])
+                    @Sendable func leaveLog(_ db: any SQLSession) throws {
+                        for seq in applied {
                             try db.queueDelete(from: "fleet_pages", where: [.integer("run_id"), .text("source"), .text("scope"), .integer("seq")],
                                                [runID, source, scope, seq])
                         }
                     }
-                }
-                if let end {
-                    let fields = (try? JSONParser.parse(end.body).objectValue) ?? [:]
-                    let state = ScopeState(rawValue: fields["state"]?.stringValue ?? "") ?? .failed
-                    let problem = fields["error"].flatMap { $0 == .null ? nil : RunProblem(json: $0) }
-                    try snapshot.finishScopeNow(runID: runID, source: source, scope: scope, state: state, error: problem) { db in
-                        try db.execute("DELETE FROM fleet_pages WHERE run_id = ? AND source = ? AND scope = ? AND seq = ?",
-                                       [runID, source, scope, end.seq])
+                    guard !pages.isEmpty else {
+                        try await committed()
+                        if let end {
+                            try snapshot.finishScopeNow(runID: runID, source: source, scope: scope, state: end.state, error: end.problem,
+                                                        alongside: leaveLog)
+                        }
+                        continue
+                    }
+                    if !overlaps { try await committed() }
+                    let scopeEnd = end
+                    let batch = try snapshot.preparedBatch(pages) { [snapshot] db in
+                        try leaveLog(db)
+                        if let scopeEnd {
+                            try snapshot.writeScopeEnd(db, runID: runID, source: source, scope: scope, state: scopeEnd.state, error: scopeEnd.problem)
+                        }
+                    }
+                    try await committed()
+                    if let batch {
+                        committing = Task { [snapshot] in _ = try await snapshot.commit(batch) }
                     }
                 }
             }
+            try await committed()
+        } catch {
+            // Never left writing behind an error: the claim this runs under is let go next.
+            try? await committed()
+            throw error
         }
     }
 
