@@ -50,6 +50,18 @@ struct SourceNight: Sendable {
 /// for both; each strategy decides who does each step and when its writes
 /// reach the snapshot. Both leave the store row for row the same.
 protocol NightCoordinator: Sendable {
+    /// Begins this process's part of the night in `store`: the run it crawls for.
+    func begin(in store: any SnapshotStore, runner: Runner, options: RunOptions, resumeExports: Bool) throws(StoreSyncError) -> RunInfo
+    /// Runs the night's crawl (a fleet's worker renews its claims meanwhile).
+    func whileCrawling(_ crawl: () async throws(StoreSyncError) -> Runner.CrawlPhase) async throws(StoreSyncError) -> Runner.CrawlPhase
+    /// The crawl of this process is over, whole or stopped: what it adds to the run's account.
+    func crawlEnded(_ run: RunInfo, _ phase: Runner.CrawlPhase, store: any SnapshotStore) throws(StoreSyncError)
+    /// Records the crawl's verdict and totals with the run, once its crawl is whole.
+    func recordVerdict(of run: RunInfo, _ phase: inout Runner.CrawlPhase, store: any SnapshotStore, runner: Runner,
+                       started: Double, earlierSeconds: Double, exportsFollow: Bool) async throws(StoreSyncError)
+    /// Whether this process writes the night's exports: a fleet's worker
+    /// does not (`storesync export` does, once the fleet is done).
+    var writesExports: Bool { get }
     /// The HTTP settings this process fetches with.
     func httpSettings(_ http: HTTPSettings) -> HTTPSettings
     /// Whether this process speaks for the run when it stops early (records
@@ -71,6 +83,31 @@ protocol NightCoordinator: Sendable {
 /// A night crawled by this process alone: every page is applied as it
 /// arrives, each step decides what stays owed as it ends.
 struct LocalNight: NightCoordinator {
+    func begin(in store: any SnapshotStore, runner: Runner, options: RunOptions, resumeExports: Bool) throws(StoreSyncError) -> RunInfo {
+        let run = try store.beginRun(job: runner.job.name, at: runner.environment.now(), simulated: runner.environment.services.hasNights,
+                                     night: options.night, resumeExports: resumeExports)
+        if run.resumed, !run.exportOnly {
+            runner.logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
+        }
+        return run
+    }
+
+    func whileCrawling(_ crawl: () async throws(StoreSyncError) -> Runner.CrawlPhase) async throws(StoreSyncError) -> Runner.CrawlPhase {
+        try await crawl()
+    }
+
+    func crawlEnded(_ run: RunInfo, _ phase: Runner.CrawlPhase, store: any SnapshotStore) throws(StoreSyncError) {}
+
+    func recordVerdict(of run: RunInfo, _ phase: inout Runner.CrawlPhase, store: any SnapshotStore, runner: Runner,
+                       started: Double, earlierSeconds: Double, exportsFollow: Bool) async throws(StoreSyncError) {
+        try store.finishRun(run.id, status: phase.outcome, message: (phase.errors + phase.warnings).first?.message,
+                            at: runner.environment.now(), exportsFollow: exportsFollow)
+        phase.totals.seconds = runner.clock.now() - started + earlierSeconds
+        try store.recordTotals(run.id, phase.totals)
+    }
+
+    var writesExports: Bool { true }
+
     func httpSettings(_ http: HTTPSettings) -> HTTPSettings { http }
 
     var speaksForRun: Bool { true }
@@ -100,6 +137,42 @@ struct LocalNight: NightCoordinator {
 /// they found, so all report the same night.
 struct FleetNight: NightCoordinator {
     let dealer: FleetDealer
+    /// This worker's stop: it no longer waits for a closing step once asked to stop.
+    let stop: RunStop?
+
+    /// The run was joined when the dealer was made (``Runner/runWorker(_:worker:)``).
+    func begin(in store: any SnapshotStore, runner: Runner, options: RunOptions, resumeExports: Bool) throws(StoreSyncError) -> RunInfo {
+        dealer.run
+    }
+
+    func whileCrawling(_ crawl: () async throws(StoreSyncError) -> Runner.CrawlPhase) async throws(StoreSyncError) -> Runner.CrawlPhase {
+        let phase = try await dealer.withHeartbeat(crawl)
+        if let lost = dealer.store.lostClaimError { throw lost }
+        return phase
+    }
+
+    /// A worker's requests are its own; the run's are every worker's.
+    func crawlEnded(_ run: RunInfo, _ phase: Runner.CrawlPhase, store: any SnapshotStore) throws(StoreSyncError) {
+        try dealer.store.addFleetRequests(run.id, phase.totals.requests)
+    }
+
+    /// Once every source is closed, by one worker: every worker computed the same verdict.
+    func recordVerdict(of run: RunInfo, _ phase: inout Runner.CrawlPhase, store: any SnapshotStore, runner: Runner,
+                       started: Double, earlierSeconds: Double, exportsFollow: Bool) async throws(StoreSyncError) {
+        let fleet = dealer.store, crawled = phase
+        _ = try await dealer.finish(source: "#run", phase: .run, stop: stop) { () async throws(StoreSyncError) -> String in
+            // The night owes its exports until `storesync export` writes them (exportOwedNight).
+            try fleet.finishRun(run.id, status: crawled.outcome, message: (crawled.errors + crawled.warnings).first?.message,
+                                at: runner.environment.now(), exportsFollow: true)
+            var totals = crawled.totals
+            totals.seconds = runner.clock.now() - started
+            try fleet.recordFleetTotals(run.id, totals)
+            return ""
+        }
+        if let lost = fleet.lostClaimError { throw lost }
+    }
+
+    var writesExports: Bool { false }
 
     func httpSettings(_ http: HTTPSettings) -> HTTPSettings { dealer.worker.share(of: http) }
 

@@ -271,41 +271,11 @@ extension Runner {
         }
         let store = try environment.store.openFleet(job.storePath)
         try checkStoreOwner(try store.runs(limit: 1).first, options)
-        let started = clock.now()
         let run = try store.joinFleetRun(job: job.name, fleet: worker.fleet, at: environment.now(),
                                          simulated: environment.services.hasNights, night: options.night,
                                          leaseSeconds: worker.leaseSeconds)
         logger.info("worker \(worker.name) joined run \(run.id) (fleet \(worker.fleet))")
-        try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
-        let dealer = FleetDealer(store: store, worker: worker, run: run)
-        let coordinator = FleetNight(dealer: dealer)
-        let phase = try await dealer.withHeartbeat { () async throws(StoreSyncError) -> CrawlPhase in
-            try await crawl(run: run, store: store, options: options, coordinator: coordinator)
-        }
-        if let lost = store.lostClaimError { throw lost }
-        try store.addFleetRequests(run.id, phase.totals.requests)
-        // A worker writes no reports: the night owes its exports until `storesync export` writes them (exportOwedNight).
-        if let reason = options.stop?.requested {
-            return try stoppedReport(run: run, phase: phase, stopped: reason, store: store, started: started,
-                                     earlierSeconds: 0, writeReports: false, coordinator: coordinator)
-        }
-        if !phase.deadlineLeft.isEmpty {
-            return try stoppedReport(run: run, phase: phase, stopped: NightOutcome.deadlineMark, store: store, started: started,
-                                     earlierSeconds: 0, writeReports: false, coordinator: coordinator)
-        }
-        // The run's verdict, once every source is closed: every worker computed the same.
-        _ = try await dealer.finish(source: "#run", phase: .run, stop: options.stop) { () async throws(StoreSyncError) -> String in
-            try store.finishRun(run.id, status: phase.outcome, message: (phase.errors + phase.warnings).first?.message,
-                                at: environment.now(), exportsFollow: true)
-            var totals = phase.totals
-            totals.seconds = clock.now() - started
-            try store.recordFleetTotals(run.id, totals)
-            return ""
-        }
-        if let lost = store.lostClaimError { throw lost }
-        var report = try report(of: run, phase, outcome: phase.outcome, exports: [], warnings: phase.warnings,
-                                errors: phase.errors, started: started, store: store)
-        report.notices = try store.schemaChanges(runID: run.id).map(\.description)
-        return report
+        return try await self.run(options, store: store, exports: false,
+                                  coordinator: FleetNight(dealer: FleetDealer(store: store, worker: worker, run: run), stop: options.stop))
     }
 }

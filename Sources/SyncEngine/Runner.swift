@@ -259,30 +259,36 @@ public struct Runner: Sendable {
         var deadlineLeft: [String] = []
     }
 
-    func run(_ options: RunOptions, store: any SnapshotStore, exports writeExports: Bool) async throws(StoreSyncError) -> RunReport {
+    /// One night in `store`, read straight through whoever shares it: the
+    /// coordinator (``LocalNight``, ``FleetNight``) decides how the run
+    /// begins, who does each step of the crawl, and how its verdict is
+    /// recorded; `writeExports` is false for a dry run, and a fleet's worker
+    /// writes none (`storesync export` does, once the fleet is done).
+    func run(_ options: RunOptions, store: any SnapshotStore, exports writeExports: Bool,
+             coordinator: any NightCoordinator = LocalNight()) async throws(StoreSyncError) -> RunReport {
         let started = clock.now()
-        let run = try store.beginRun(job: job.name, at: environment.now(), simulated: environment.services.hasNights, night: options.night,
-                                     resumeExports: writeExports)
+        let writeExports = writeExports && coordinator.writesExports
+        let run = try coordinator.begin(in: store, runner: self, options: options, resumeExports: writeExports)
         try store.prepareEntities(job.sourceMappings, fingerprint: job.mappingFingerprint)
         var phase: CrawlPhase
         if run.exportOnly {
             logger.notice("run \(run.id) was stopped while exporting; its crawl is complete, so only the exports are written again")
             phase = try storedCrawl(of: run, store: store)
         } else {
-            if run.resumed {
-                logger.notice("resuming run \(run.id) that did not finish; committed pages are not fetched again")
-            }
             // A resumed run's account is the night's: what the attempts before this one spent, read before it adds its own.
-            let earlier = run.resumed ? try earlierAttempts(of: run, store: store) : nil
-            phase = try await crawl(run: run, store: store, options: options)
+            let earlier = run.resumed && coordinator.speaksForRun ? try earlierAttempts(of: run, store: store) : nil
+            phase = try await coordinator.whileCrawling { () async throws(StoreSyncError) -> CrawlPhase in
+                try await crawl(run: run, store: store, options: options, coordinator: coordinator)
+            }
+            try coordinator.crawlEnded(run, phase, store: store)
             if let earlier { phase.totals.requests.add(earlier.requests) }
             if let reason = options.stop?.requested {
                 return try stoppedReport(run: run, phase: phase, stopped: reason, store: store, started: started,
-                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, coordinator: LocalNight())
+                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, coordinator: coordinator)
             }
             if !phase.deadlineLeft.isEmpty {
                 return try stoppedReport(run: run, phase: phase, stopped: NightOutcome.deadlineMark, store: store, started: started,
-                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, coordinator: LocalNight())
+                                         earlierSeconds: earlier?.seconds ?? 0, writeReports: writeExports, coordinator: coordinator)
             }
             if let stop = environment.stopAt?(.afterRemovalPasses) { throw stop }
             // A night stored into a file nobody will open again is a failed night.
@@ -290,10 +296,8 @@ public struct Runner: Sendable {
             // The crawl's verdict and counters are stored before exporting: the
             // exported runs table shows this run as it ended, and a run killed
             // while exporting resumes by exporting only.
-            try store.finishRun(run.id, status: phase.outcome,
-                                message: (phase.errors + phase.warnings).first?.message, at: environment.now(), exportsFollow: writeExports)
-            phase.totals.seconds = clock.now() - started + (earlier?.seconds ?? 0)
-            try store.recordTotals(run.id, phase.totals)
+            try await coordinator.recordVerdict(of: run, &phase, store: store, runner: self, started: started,
+                                                earlierSeconds: earlier?.seconds ?? 0, exportsFollow: writeExports)
             if writeExports {
                 // From now on a missing or empty store here is a loss, not a new job (Invariant 10).
                 do {
