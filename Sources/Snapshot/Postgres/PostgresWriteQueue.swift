@@ -30,6 +30,24 @@ final class PostgresWriteQueue {
         /// only one of two matches, and no later operation on a row moves
         /// ahead of its group.
         var keys: Set<SQLValue> = []
+        /// An insert's ids as the range they span, not a set: a first load
+        /// queues millions, and ids the queue hands out only grow, so a row
+        /// the range covers is treated as one of them (at worst an operation
+        /// on an older row starts a statement of its own).
+        var ids: ClosedRange<Int64>?
+
+        func holds(_ key: SQLValue) -> Bool {
+            if case .integer(let id) = key, let ids, ids.contains(id) { return true }
+            return keys.contains(key)
+        }
+
+        mutating func add(_ key: SQLValue) {
+            if case .insert = operation, case .integer(let id) = key {
+                ids = ids.map { min($0.lowerBound, id)...max($0.upperBound, id) } ?? id...id
+            } else {
+                keys.insert(key)
+            }
+        }
         /// The column `keys` are values of; nil when a row of the group has
         /// none (a delete, an insert the server numbers): nothing moves past it.
         var keyColumn: String?
@@ -77,7 +95,7 @@ final class PostgresWriteQueue {
             // Back from the last group, past groups of other rows, to the nearest of the same operation.
             for index in tableGroups.indices.reversed() {
                 let group = tableGroups[index]
-                guard group.keyColumn == column, !group.keys.contains(key) else { break }
+                guard group.keyColumn == column, !group.holds(key) else { break }
                 if group.operation == operation {
                     target = index
                     break
@@ -88,9 +106,11 @@ final class PostgresWriteQueue {
         }
         if let target {
             tableGroups[target].rows.append(row)
-            if let key { tableGroups[target].keys.insert(key) }
+            if let key { tableGroups[target].add(key) }
         } else {
-            tableGroups.append(Group(operation: operation, rows: [row], keys: key.map { [$0] } ?? [], keyColumn: column))
+            var group = Group(operation: operation, rows: [row], keyColumn: column)
+            if let key { group.add(key) }
+            tableGroups.append(group)
         }
     }
 
