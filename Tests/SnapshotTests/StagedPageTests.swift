@@ -2,6 +2,7 @@ import Catalog
 import Foundation
 @testable import Snapshot
 import Testing
+import TestSupport
 
 /// A fleet's staged page reads back as the page staged, whatever its records
 /// hold, and a log row that is not what was staged is refused, never applied.
@@ -91,5 +92,43 @@ struct StagedPageTests {
                              "body": .int(ContentHash(bytes: Array("body".utf8)).sqliteValue), "rows": .int(3), "next": .bool(true)]),
         ])
         Self.expectSame(StagingFleetStore.decodePage(CanonicalJSON.string(earlier), runID: 7, source: "podcasts", scope: "news/us"), staged)
+    }
+}
+
+/// Pages a worker stages together go into the log in one statement that
+/// renews the scope's claim: all of them while the claim holds, none once
+/// another worker took it, and that refusal says the claim was lost.
+struct StagingUnderTheClaimTests {
+    @Test(.enabled(if: StoreEngine.tested.contains(.postgres)))
+    func pagesStagedTogetherAreStagedOnlyUnderTheClaim() async throws {
+        let location = try await StoreEngine.postgres.makeLocation()
+        let fleet = try DefaultBackend().openFleet(location)
+        let run = try fleet.joinFleetRun(job: "t", fleet: "f", at: Date(timeIntervalSince1970: 0), simulated: false, night: nil,
+                                         leaseSeconds: 60)
+        guard case .claimed(let claim) = try fleet.claimScope(runID: run.id, source: "podcasts", phase: .scopes, among: ["news/us"],
+                                                              worker: "w1", leaseSeconds: 60) else {
+            Issue.record("the scope was not claimed")
+            return
+        }
+        fleet.hold(claim, runID: run.id, leaseSeconds: 60, worker: "w1")
+        func page(_ number: Int, _ name: String) -> PageInput {
+            var page = StagedPageTests.page([StagedPageTests.record("\(number)", ["name": .string(name)])])
+            page.runID = run.id
+            page.page = number
+            page.completesScope = number == 2
+            return page
+        }
+        _ = try await fleet.apply([page(0, "a"), page(1, "b"), page(2, "c")])
+        // A page staged again (fetched again after a retry) replaces its row.
+        _ = try await fleet.apply([page(1, "b again")])
+        let store = try StoreEngine.open(location)
+        let staged = try store.queryRows("SELECT seq, page, state, CAST(body LIKE '%b again%' AS INTEGER) FROM fleet_pages ORDER BY seq")
+        #expect(staged == ["0|0|'running'|0", "1|1|'running'|1", "2|2|'complete'|0"])
+
+        // Another worker holds the scope now: nothing more is staged, and the worker learns it lost the claim.
+        try store.engine.write { db in try db.execute("UPDATE scope_claims SET token = 'other', worker = 'w2'") }
+        await #expect(throws: StoreSyncError.self) { _ = try await fleet.apply([page(3, "d"), page(4, "e")]) }
+        #expect(fleet.lostClaim)
+        #expect(try store.queryRows("SELECT count(*) FROM fleet_pages") == ["3"])
     }
 }

@@ -660,7 +660,8 @@ package final class SQLSnapshotStore: SnapshotStore {
             }
             let stored = loading != nil ? preStored : index.lookup(records.lazy.map(\.identity))
             // The entities this page will merge into, read at once (PostgreSQL: one query, not one per
-            // record), if the batch's read did not have them (a record an earlier page of it changed back).
+            // record), where the batch's read did not have them: the digests it went by were read before
+            // an earlier page of the batch, or a batch committed since it was prepared, changed the record.
             if db.dialect.statementsAreRoundTrips, loading == nil {
                 var merging: [(entity: EntityKind, key: String)] = []
                 for (position, (record, storedDigest)) in zip(records, stored).enumerated() {

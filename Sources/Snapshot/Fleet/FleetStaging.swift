@@ -36,35 +36,29 @@ extension StagingFleetStore {
     /// A scope's end comes after all its pages in the log.
     static let finishSeq: Int64 = 1 << 40
 
-    /// Commits pages of one scope to the staging log, fenced by the scope's claim.
+    /// Commits pages of one scope to the staging log, fenced by the scope's
+    /// claim: one statement, which renews the claim in a `WITH` and inserts
+    /// the pages `FROM` it, so it stages them only while the claim holds (a
+    /// transaction of four round trips before).
     func stage(_ pages: [PageInput]) async throws(StoreSyncError) -> [PageResult] {
         guard let first = pages.first else { return [] }
-        if pages.count == 1, let fence = fences.fence(source: first.source, scope: first.scope) {
-            // One statement, the claim renewed in it: a page staged in one round trip, not four.
-            let renewal = ClaimFences.renewal(fence), row = Self.stagedRow(first)
-            let staged = try await wrap {
-                try await postgres.stagingStatementAwaiting { [fences] db in
-                    if try db.execute(renewal.sql + """
-                        INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) SELECT ?, ?, ?, ?, ?, ?, ? FROM fence
-                        ON CONFLICT (run_id, source, scope, seq) DO UPDATE SET body = excluded.body, state = excluded.state
-                        """, renewal.arguments + row) == 1 { return true }
-                    // Not staged: the claim is gone, and the check says to whom (it throws).
-                    try fences.check(db, source: first.source, scope: first.scope)
-                    return false
-                }
-            }
-            // Held again when checked (cannot happen: a lost claim is not given back): staged as below.
-            if staged { return Self.results(pages) }
-        }
+        let fence = fences.fence(source: first.source, scope: first.scope)
+        let rows = Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: pages.count).joined(separator: ", ")
+        let arguments = pages.flatMap(Self.stagedRow)
         try await wrap {
-            try await postgres.stagingWriteAwaiting { [fences] db in
-                try fences.check(db, source: first.source, scope: first.scope)
-                for page in pages {
-                    try db.execute("""
-                        INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body) VALUES (?, ?, ?, ?, ?, ?, ?)
+            try await postgres.stagingStatementAwaiting { [fences, path] db in
+                if let fence {
+                    let renewal = ClaimFences.renewal(fence)
+                    let staged = try db.execute(renewal.sql + """
+                        INSERT INTO fleet_pages (run_id, source, scope, seq, page, state, body)
+                        SELECT staged.* FROM fence, (VALUES \(rows)) AS staged (run_id, source, scope, seq, page, state, body)
                         ON CONFLICT (run_id, source, scope, seq) DO UPDATE SET body = excluded.body, state = excluded.state
-                        """, Self.stagedRow(page))
+                        """, renewal.arguments + arguments)
+                    if staged == pages.count { return }
                 }
+                // Not staged: the claim is gone, and the check says to whom (it throws).
+                try fences.check(db, source: first.source, scope: first.scope)
+                throw StoreSyncError.storage(path: path, reason: "pages of \(first.source)/\(first.scope) were not staged, though this worker holds its claim")
             }
         }
         return Self.results(pages)

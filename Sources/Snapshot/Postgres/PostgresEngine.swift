@@ -87,9 +87,9 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
     }
 
     /// Runs `body`, which sends one statement, on the staging connection
-    /// outside a transaction (the statement is one by itself): waited for off
-    /// the cooperative pool. A body that finds its statement refused may run
-    /// more, each then its own transaction.
+    /// outside a transaction (the statement is one by itself), waited for off
+    /// the cooperative pool, as ``writeAwaiting(_:)`` is. A body that finds
+    /// its statement refused may run more, each then its own transaction.
     func stagingStatementAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await awaitOffPool {
             self.stagingLock.lock()
@@ -99,10 +99,6 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
         }
     }
 
-    /// ``stagingWrite(_:)`` waited for off the cooperative pool, as ``writeAwaiting(_:)`` is.
-    func stagingWriteAwaiting<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await awaitOffPool { try self.stagingWrite(body) }
-    }
 
     /// A connection opened on first use, or again if the server closed it. Called under its lock.
     private func opened(_ connection: inout PostgresConnection?) throws -> PostgresConnection {
