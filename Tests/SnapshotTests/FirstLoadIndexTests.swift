@@ -51,3 +51,44 @@ extension FirstLoadTests {
         }
     }
 }
+
+extension FirstLoadTests {
+    /// On PostgreSQL the change log's key to `runs` is dropped for a first
+    /// load (a lookup a change row) and added back, every row checked at once,
+    /// at its end; a load killed in between finds it added back at the next
+    /// open for writing; and the key refuses a change of a run that is not.
+    @Test(.enabled(if: StoreEngine.tested.contains(.postgres)))
+    func theChangeLogsKeyToItsRunIsMissingOnlyWhileAFirstLoadHolds() async throws {
+        func keys(_ store: SQLSnapshotStore) throws -> Set<String> {
+            Set(try store.engine.read { db in
+                try db.rows("SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'changes'::regclass").map { $0[0] as String }
+            })
+        }
+        func orphanChange(_ store: SQLSnapshotStore) throws {
+            try store.engine.write { db in
+                try db.execute("INSERT INTO changes (id, run_id, source, entity, key, op) VALUES (999999, 424242, 's', 'product', 'k', 'added')")
+            }
+        }
+        let made = try await StoreEngine.postgres.makeStore()
+        let store = made.store
+        #expect(try keys(store) == ["changes_run_id_fkey"])
+        let run = try store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
+        let pages = pages(run)
+        #expect(try store.beginFirstLoad())
+        _ = try await store.apply(pages[0])
+        #expect(try keys(store).isEmpty)
+        try store.endFirstLoad()
+        #expect(try keys(store) == ["changes_run_id_fkey"])
+        #expect(throws: (any Error).self) { try orphanChange(store) }
+
+        let killed = try await StoreEngine.postgres.makeStore()
+        let killedRun = try killed.store.beginRun(job: "t", at: Date(timeIntervalSince1970: 0), simulated: false)
+        #expect(try killed.store.beginFirstLoad())
+        _ = try await killed.store.apply(pages[0].with(runID: killedRun.id))
+        #expect(try keys(killed.store).isEmpty)
+        let reopened = try killed.reopen()
+        #expect(try keys(reopened) == ["changes_run_id_fkey"])
+        #expect(throws: (any Error).self) { try orphanChange(reopened) }
+        #expect(try reopened.queryInteger("SELECT count(*) FROM changes WHERE run_id = \(killedRun.id)") ?? 0 > 0, "the load logged its changes")
+    }
+}

@@ -67,6 +67,36 @@ enum PostgresSchema {
         }
     }
 
+    /// A foreign key of ``StoreSchema``, declared on its column, under the
+    /// name PostgreSQL gives such a key (`table_column_fkey`), so a store made
+    /// before keys were dropped and restored by name has the same names.
+    struct ForeignKey: Sendable {
+        let table: String
+        let column: String
+        /// `table(column)` referred to.
+        let target: String
+        var name: String { "\(table)_\(column)_fkey" }
+        var add: String { "ALTER TABLE \(table) ADD CONSTRAINT \(name) FOREIGN KEY (\(column)) REFERENCES \(target)" }
+        var drop: String { "ALTER TABLE \(table) DROP CONSTRAINT IF EXISTS \(name)" }
+    }
+
+    /// Every foreign key the tables declare.
+    static let foreignKeys: [ForeignKey] = StoreSchema.tables.flatMap { table in
+        table.columns.compactMap { column in column.references.map { ForeignKey(table: table.name, column: column.name, target: $0) } }
+    }
+
+    /// Adds the declared foreign keys that are missing: those a first load
+    /// dropped when it was killed before adding them again. Adding one checks
+    /// every row once (a join, not a lookup a row).
+    static func restoreMissingForeignKeys(_ db: any SQLSession) throws {
+        let present = Set(try db.rows("""
+            SELECT conname FROM pg_constraint WHERE contype = 'f' AND connamespace = current_schema()::regnamespace
+            """).map { $0[0] as String })
+        for key in foreignKeys where !present.contains(key.name) {
+            try db.execute(key.add)
+        }
+    }
+
     /// A column as PostgreSQL declares it: 64-bit integers, doubles, and text
     /// that sorts bytewise, so the same `ORDER BY` gives the same order as SQLite.
     static func definition(_ column: ColumnSchema) -> String {
@@ -138,6 +168,7 @@ enum PostgresSchema {
             }
             if storedVersion == version {
                 try restoreMissingIndexes(db)
+                try restoreMissingForeignKeys(db)
                 return
             }
         }
