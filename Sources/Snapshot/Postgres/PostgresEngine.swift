@@ -99,7 +99,6 @@ final class PostgresEngine: SQLEngine, @unchecked Sendable {
         }
     }
 
-
     /// A connection opened on first use, or again if the server closed it. Called under its lock.
     private func opened(_ connection: inout PostgresConnection?) throws -> PostgresConnection {
         let live: PostgresConnection
